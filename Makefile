@@ -1,0 +1,113 @@
+# kgen -- build, generate, test.
+#   make gen        regenerate generated/ from specs/ and templates/ (needs Lua)
+#   make lib        build build/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
+#   make test       install what is missing, then every CPU-side check
+#   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
+#   make bench      kg vs cuBLAS on the GPU
+# Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
+# KG_CUDA=0 / KG_HIP=0 to leave a backend out.
+
+KG_LUA   ?= luajit
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+NVCC     ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+HIPCC    ?= $(shell command -v hipcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+KG_CUDA  ?= $(if $(NVCC),1,0)
+KG_HIP   ?= $(if $(HIPCC),1,0)
+
+B := build
+KG_CFLAGS := -std=c11 -Wall -Wextra -Werror=implicit-function-declaration -fPIC -Iruntime/include -Iruntime/src -Igenerated $(CFLAGS)
+NVFLAGS   := -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -Xcompiler -fPIC -Iruntime/include -Iruntime/src -Igenerated
+HIPFLAGS  := -O3 -std=c++17 --offload-arch=gfx90a -fPIC -Iruntime/include -Iruntime/src -Igenerated
+
+C_SRC    := $(wildcard generated/c/*.c)
+CUDA_SRC := $(wildcard generated/cuda/*.cu)
+HIP_SRC  := $(wildcard generated/hip/*.hip)
+
+OBJ := $(B)/rt/kg.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
+DEFS :=
+LDLIBS := -lm -lpthread
+ifeq ($(KG_CUDA),1)
+  OBJ += $(B)/rt/kg_cuda.o $(patsubst generated/cuda/%.cu,$(B)/cuda/%.o,$(CUDA_SRC))
+  DEFS += -DKG_WITH_CUDA
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart -lstdc++
+endif
+ifeq ($(KG_HIP),1)
+  OBJ += $(B)/rt/kg_hip.o $(patsubst generated/hip/%.hip,$(B)/hip/%.o,$(HIP_SRC))
+  DEFS += -DKG_WITH_HIP
+  LDLIBS += -lamdhip64 -lstdc++
+endif
+
+.PHONY: all gen deps lib demo test test-gpu bench clean list
+all: lib
+
+deps:
+	@./tools/install-deps.sh
+
+gen:
+	@KG_LUA=$(KG_LUA) gen/kgen gen
+
+list:
+	@KG_LUA=$(KG_LUA) gen/kgen list
+
+lib: $(B)/libkg.a
+
+$(B)/libkg.a: $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# kg.c and kg_table.c see which backends are compiled in.
+$(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_cuda.o: runtime/src/kg_cuda.cu runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+$(B)/rt/kg_hip.o: runtime/src/kg_hip.hip runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
+$(B)/c/%.o: generated/c/%.c runtime/src/kg_internal.h runtime/src/kg_half.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) -c $< -o $@
+$(B)/cuda/%.o: generated/cuda/%.cu runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+$(B)/hip/%.o: generated/hip/%.hip runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
+
+# ---- programs -------------------------------------------------------------
+$(B)/demo: examples/demo.c $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) $(DEFS) $(if $(filter 1,$(KG_CUDA)),-I$(CUDA_HOME)/include) $< $(B)/libkg.a $(LDLIBS) -o $@
+
+demo: $(B)/demo
+	$(B)/demo
+
+CHECK_SRC := $(wildcard tests/c/*.c)
+$(B)/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) $(DEFS) $(CHECK_SRC) $(B)/libkg.a $$(pkg-config --cflags --libs check) $(LDLIBS) -o $@
+
+$(B)/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
+$(B)/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
+# ---- tests ----------------------------------------------------------------
+test:
+	@./tests/run_all.sh
+
+test-gpu:
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) $(B)/test_gpu
+	$(B)/test_gpu
+
+bench:
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) $(B)/bench_gemm
+	$(B)/bench_gemm
+
+clean:
+	rm -rf $(B)

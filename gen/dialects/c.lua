@@ -1,0 +1,20 @@
+-- C dialect: the CPU backend and portable reference path.
+-- f16/bf16 values are stored as uint16_t bit patterns and converted with the
+-- runtime's kg_half.h helpers; arithmetic is f32.
+return {
+  name = "c",
+  dir = "c",
+  ext = ".c",
+  arch = "host",
+  backend_enum = "KG_BACKEND_C",
+  guard = nil,                     -- always compiled
+  warp_size = 1,
+  includes = { '"kg_internal.h"', '"kg_half.h"', "<string.h>", "<stdlib.h>" },
+  extern_c = "",
+  static_fn = "static",
+  inline_fn = "static inline",
+  storage = { f32 = "float", f16 = "uint16_t", bf16 = "uint16_t" },
+  to_f32 = { f32 = "%s", f16 = "kg_f16_to_f32(%s)", bf16 = "kg_bf16_to_f32(%s)" },
+  from_f32 = { f32 = "%s", f16 = "kg_f32_to_f16(%s)", bf16 = "kg_f32_to_bf16(%s)" },
+  restrict = "restrict",
+}

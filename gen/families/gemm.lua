@@ -1,0 +1,175 @@
+-- GEMM family: D = alpha * A.B + beta * C (f32 accumulation).
+-- Kernels: blocked (C backend: packed, cache-blocked loops), simt (GPU, any
+-- dtype, any layout, no alignment needs: the generic fallback) and tensorop
+-- (GPU tensor cores for f16/bf16: CUDA mma.sync + cp.async pipeline, HIP MFMA).
+local fmt = require("lib.fmt")
+
+local F = { name = "gemm" }
+
+local KERNELS = { c = { blocked = true }, cuda = { simt = true, tensorop = true }, hip = { simt = true, tensorop = true } }
+
+local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32" }
+local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2" }
+
+F.axes = {
+  { name = "backend", values = { "c", "cuda", "hip" } },
+  { name = "kernel", values = { "blocked", "simt", "tensorop" },
+    default = function(v) return v.backend == "c" and "blocked" or "simt" end },
+  { name = "dtype", values = { "f32", "f16", "bf16" } },
+  { name = "out_dtype", values = { "f32", "f16", "bf16" }, default = function(v) return v.dtype end },
+  { name = "layout_a", values = { "row", "col", "any" }, default = "any" },
+  { name = "layout_b", values = { "row", "col", "any" }, default = "any" },
+  { name = "layout_cd", values = { "row", "col", "any" }, default = "any" },
+  { name = "tile", values = { "32x32x8", "64x64x8", "128x64x8", "64x128x8", "128x128x8",
+                              "64x64x32", "128x64x32", "64x128x32", "128x128x32", "128x256x32", "256x128x32",
+                              "64x64x64", "128x128x64",
+                              "64x256x256", "96x256x256", "128x512x256" },
+    default = function(v) return DEFAULT_TILE[v.kernel] end },
+  { name = "warps", values = { "1x1", "1x2", "2x1", "2x2", "1x4", "4x1", "2x4", "4x2" },
+    default = function(v) return DEFAULT_WARPS[v.kernel] end },
+  { name = "stages", values = { 1, 2, 3, 4, 5 },
+    default = function(v) return v.kernel == "tensorop" and 3 or 1 end },
+  { name = "align", values = { 1, 2, 4, 8 },
+    default = function(v) return v.kernel == "tensorop" and 8 or 1 end },
+}
+
+local function dims(s)
+  local a, b, c = s:match("^(%d+)x(%d+)x?(%d*)$")
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+F.dims = dims
+
+local SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+
+-- The warps values that split a tm x tn tile into warp tiles of at least min x min.
+local function warps_for(tm, tn, min)
+  local ok = {}
+  for _, axis in ipairs(F.axes) do
+    if axis.name == "warps" then
+      for _, w in ipairs(axis.values) do
+        local wm, wn = dims(w)
+        if tm % (wm * min) == 0 and tn % (wn * min) == 0 then ok[#ok + 1] = w end
+      end
+    end
+  end
+  return #ok > 0 and table.concat(ok, ", ") or "none (pick a larger tile)"
+end
+
+function F.legal(v)
+  if not KERNELS[v.backend][v.kernel] then
+    local allowed = {}
+    for _, k in ipairs(fmt.sorted_keys(KERNELS[v.backend])) do allowed[#allowed + 1] = k end
+    return string.format("kernel '%s' does not exist on backend '%s'; allowed: %s",
+      v.kernel, v.backend, table.concat(allowed, ", ")), "kernel"
+  end
+  local tm, tn, tk = dims(v.tile)
+  local wm, wn = dims(v.warps)
+  if v.kernel == "blocked" then
+    if v.warps ~= "1x1" then return "blocked kernels are single-threaded; allowed: warps = 1x1", "warps" end
+    if v.stages ~= 1 then return "blocked kernels are single-stage; allowed: stages = 1", "stages" end
+    if tk < 64 then return "blocked tiles need a K block of at least 64; allowed: 64x256x256, 96x256x256, 128x512x256", "tile" end
+  elseif v.kernel == "simt" then
+    if v.stages ~= 1 then return "simt kernels are single-stage; allowed: stages = 1", "stages" end
+    if tk ~= 8 then return "simt tiles have K = 8; allowed: 32x32x8, 64x64x8, 128x64x8, 64x128x8, 128x128x8", "tile" end
+    if tm % (wm * 16) ~= 0 or tn % (wn * 16) ~= 0 then
+      return string.format("tile %s does not split into %s warps of 16x16 or more; allowed: warps = %s",
+        v.tile, v.warps, warps_for(tm, tn, 16)), "warps"
+    end
+  else -- tensorop
+    if v.dtype == "f32" then return "tensorop needs f16 or bf16 inputs; allowed: dtype = f16, bf16 (f32 uses simt)", "dtype" end
+    if v.layout_a == "any" or v.layout_b == "any" then
+      return "tensorop fixes the layouts of A and B; allowed: layout_a/layout_b = row, col",
+        v.layout_a == "any" and "layout_a" or "layout_b"
+    end
+    if v.align * SIZE[v.dtype] ~= 16 then
+      return string.format("tensorop loads 16-byte vectors; allowed: align = %d for %s", math.floor(16 / SIZE[v.dtype]), v.dtype), "align"
+    end
+    if tk < 32 then return "tensorop tiles need K >= 32; allowed: 64x64x32, 128x128x32, ...", "tile" end
+    if tm % (wm * 32) ~= 0 or tn % (wn * 32) ~= 0 then
+      return string.format("tile %s does not split into %s warps of 32x32 or more; allowed: warps = %s",
+        v.tile, v.warps, warps_for(tm, tn, 32)), "warps"
+    end
+    if v.stages < 2 then return "tensorop pipelines need stages >= 2; allowed: 2, 3, 4, 5", "stages" end
+  end
+  return nil
+end
+
+local LETTER = { row = "r", col = "c", any = "x" }
+
+-- Short axis summary for error messages about one expanded combination.
+function F.describe(v)
+  local parts = {}
+  for _, axis in ipairs(F.axes) do
+    local x = v[axis.name]
+    parts[#parts + 1] = axis.name .. "=" .. (type(x) == "string" and x or fmt.int(x))
+  end
+  return table.concat(parts, " ")
+end
+
+function F.name_of(v)
+  local parts = { "kg_gemm", v.backend, v.kernel, v.dtype == v.out_dtype and v.dtype or (v.dtype .. "to" .. v.out_dtype),
+    LETTER[v.layout_a] .. LETTER[v.layout_b] .. LETTER[v.layout_cd], v.tile }
+  if v.kernel ~= "blocked" then parts[#parts + 1] = "w" .. v.warps end
+  if v.kernel == "tensorop" then parts[#parts + 1] = "s" .. fmt.int(v.stages) end
+  parts[#parts + 1] = "a" .. fmt.int(v.align)
+  return table.concat(parts, "_")
+end
+
+function F.template(v)
+  return "gemm/" .. v.kernel .. ".kgt"
+end
+
+-- Dispatch order inside one key: higher rank first.
+function F.rank(v)
+  local r = ({ blocked = 0, simt = 100, tensorop = 200 })[v.kernel]
+  for _, l in ipairs({ v.layout_a, v.layout_b, v.layout_cd }) do if l ~= "any" then r = r + 10 end end
+  return r + v.align
+end
+
+local DTYPE_ENUM = { f32 = "KG_F32", f16 = "KG_F16", bf16 = "KG_BF16" }
+local LAYOUT_ENUM = { row = "KG_ROW", col = "KG_COL", any = "KG_LAYOUT_ANY" }
+
+-- Sort key groups variants sharing (backend, types) and orders them by rank.
+function F.sort_key(v)
+  return string.format("%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.out_dtype, 9999 - F.rank(v), v.name)
+end
+
+-- Descriptor fields (C initializer lines) for generated/kg_table.c.
+function F.descriptor(v, d)
+  local tm, tn, tk = dims(v.tile)
+  return {
+    ".op = KG_OP_GEMM", ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"',
+    '.kernel = "' .. v.kernel .. '"',
+    ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.out_dtype],
+    ".layout_a = " .. LAYOUT_ENUM[v.layout_a], ".layout_b = " .. LAYOUT_ENUM[v.layout_b],
+    ".layout_cd = " .. LAYOUT_ENUM[v.layout_cd],
+    ".modes = KG_MODES_ALL", ".align = " .. fmt.int(v.align),
+    ".tile_m = " .. fmt.int(tm), ".tile_n = " .. fmt.int(tn), ".tile_k = " .. fmt.int(tk),
+    ".stages = " .. fmt.int(v.stages),
+    ".gemm_launch = " .. v.name, ".gemm_workspace = " .. v.name .. "_workspace",
+  }
+end
+
+-- Prototypes the variant exports (for kg_table.h).
+function F.prototypes(v)
+  return {
+    "kg_status " .. v.name .. "(const kg_gemm_args *args, const kg_exec *exec);",
+    "size_t " .. v.name .. "_workspace(const kg_gemm_args *args);",
+  }
+end
+
+-- Values the templates read besides v and d.
+function F.prepare(v, d, env)
+  local tm, tn, tk = dims(v.tile)
+  local wm, wn = dims(v.warps)
+  env.TM, env.TN, env.TK, env.WM, env.WN = tm, tn, tk, wm, wn
+  env.STAGES = v.stages
+  env.THREADS = wm * wn * d.warp_size
+  env.TA, env.TC = d.storage[v.dtype], d.storage[v.out_dtype]
+  env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end
+  env.load_c = function(x) return string.format(d.to_f32[v.out_dtype], x) end
+  env.store_d = function(x) return string.format(d.from_f32[v.out_dtype], x) end
+  env.LAYOUT_ENUM = LAYOUT_ENUM
+end
+
+return F

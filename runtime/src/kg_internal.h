@@ -1,0 +1,65 @@
+/*
+** kg_internal.h -- contract between the runtime and generated variants.
+**
+** Generated sources (C, CUDA, HIP) include this header; it is C and C++.
+** A variant exports one launch function and one workspace function with
+** C linkage. The runtime calls them only after kg_gemm_check() succeeded and
+** the variant's descriptor predicates accepted the arguments, so launch
+** functions may assume: sizes >= 1, extents fit int64, lds cover the layout,
+** pointers and lds meet the descriptor's alignment, mode constraints hold.
+*/
+#ifndef KG_INTERNAL_H
+#define KG_INTERNAL_H
+
+#include "kg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Descriptor layout wildcard: the variant takes either layout at run time. */
+#define KG_LAYOUT_ANY (-1)
+
+/* Bit of kg_mode m in kg_variant.modes. */
+#define KG_MODE_BIT(m) (1u << (unsigned)(m))
+#define KG_MODES_ALL (KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED) | \
+                      KG_MODE_BIT(KG_MODE_SPLITK_SERIAL))
+
+typedef kg_status (*kg_gemm_launch_fn)(const kg_gemm_args *args, const kg_exec *exec);
+typedef size_t (*kg_gemm_workspace_fn)(const kg_gemm_args *args);
+
+/* One generated variant. The table lists them most specialized first and a
+** generic fallback last for each (op, backend, types) key; dispatch takes
+** the first entry whose predicates all hold. */
+typedef struct kg_variant {
+  const char *name;       /* canonical name: file name, symbol and identity */
+  const char *spec;       /* "specs/gemm.lua:12": where the variant was declared */
+  kg_op op;
+  kg_backend backend;
+  const char *arch;       /* "host", "sm_90a", "gfx90a" */
+  const char *kernel;     /* algorithm: "blocked", "simt", "tensorop" */
+  kg_dtype type_ab, type_cd;
+  int layout_a, layout_b, layout_cd;  /* kg_layout or KG_LAYOUT_ANY */
+  unsigned modes;         /* KG_MODE_BIT set */
+  int align;              /* elements: pointers, lds, batch strides must be multiples */
+  int tile_m, tile_n, tile_k, stages;
+  kg_gemm_launch_fn gemm_launch;
+  kg_gemm_workspace_fn gemm_workspace;
+} kg_variant;
+
+extern const kg_variant kg_variants[];
+extern const int kg_variants_count;
+
+/* Record a backend failure message for kg_last_backend_error (copied). */
+void kg__set_backend_error(const char *msg);
+
+/* Element strides of a matrix stored with layout l and leading dimension ld:
+** X[i][j] sits at i*(*rs) + j*(*cs). */
+static inline void kg__strides(int l, int64_t ld, int64_t *rs, int64_t *cs) {
+  if (l == KG_ROW) { *rs = ld; *cs = 1; } else { *rs = 1; *cs = ld; }
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KG_INTERNAL_H */

@@ -1,0 +1,25 @@
+-- GEMM variants shipped by default: D = alpha * A.B + beta * C.
+-- Every list expands to one variant per value (cartesian product).
+
+-- C backend: one packed, cache-blocked kernel per dtype; layouts and modes at run time.
+gemm {
+  backend = "c",
+  dtype = { "f32", "f16", "bf16" },
+}
+
+-- GPU tensor cores (f16/bf16, 16-byte aligned operands): the layouts people
+-- store weights in. Row-major A with B row-major (NN) or column-major (NT, i.e. [N, K] weights).
+gemm {
+  backend = { "cuda", "hip" },
+  kernel = "tensorop",
+  dtype = { "f16", "bf16" },
+  layout_a = "row",
+  layout_b = { "row", "col" },
+}
+
+-- GPU generic fallback: any dtype, any layout, any alignment.
+gemm {
+  backend = { "cuda", "hip" },
+  kernel = "simt",
+  dtype = { "f32", "f16", "bf16" },
+}
