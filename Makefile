@@ -1,6 +1,6 @@
 # kgen -- build, generate, test.
 #   make gen        regenerate generated/ from specs/ and templates/ (needs Lua)
-#   make lib        build build/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
+#   make lib        build build/<backends>/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
 #   make test       install what is missing, then every CPU-side check
 #   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
 #   make bench      kg vs cuBLAS on the GPU
@@ -16,7 +16,10 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 KG_CUDA  ?= $(if $(NVCC),1,0)
 KG_HIP   ?= $(if $(HIPCC),1,0)
 
-B := build
+# Objects and libkg.a live in a directory per backend set, so builds with
+# different KG_CUDA/KG_HIP never mix; programs land in build/.
+CFG := $(if $(filter 1,$(KG_CUDA)),cuda-)$(if $(filter 1,$(KG_HIP)),hip-)c
+B := build/$(CFG)
 KG_CFLAGS := -std=c11 -Wall -Wextra -Werror=implicit-function-declaration -fPIC -Iruntime/include -Iruntime/src -Igenerated $(CFLAGS)
 NVFLAGS   := -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -Xcompiler -fPIC -Iruntime/include -Iruntime/src -Igenerated
 HIPFLAGS  := -O3 -std=c++17 --offload-arch=gfx90a -fPIC -Iruntime/include -Iruntime/src -Igenerated
@@ -39,7 +42,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list
+.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/bench_gemm
 all: lib
 
 deps:
@@ -81,20 +84,20 @@ $(B)/hip/%.o: generated/hip/%.hip runtime/src/kg_internal.h
 	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
 
 # ---- programs -------------------------------------------------------------
-$(B)/demo: examples/demo.c $(B)/libkg.a
+build/demo: examples/demo.c $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) $(DEFS) $(if $(filter 1,$(KG_CUDA)),-I$(CUDA_HOME)/include) $< $(B)/libkg.a $(LDLIBS) -o $@
 
-demo: $(B)/demo
-	$(B)/demo
+demo: build/demo
+	build/demo
 
 CHECK_SRC := $(wildcard tests/c/*.c)
-$(B)/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
+build/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) $(DEFS) $(CHECK_SRC) $(B)/libkg.a $$(pkg-config --cflags --libs check) $(LDLIBS) -o $@
 
-$(B)/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
-$(B)/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
+build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
 # ---- tests ----------------------------------------------------------------
@@ -102,12 +105,12 @@ test:
 	@./tests/run_all.sh
 
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) $(B)/test_gpu
-	$(B)/test_gpu
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu
+	build/test_gpu
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) $(B)/bench_gemm
-	$(B)/bench_gemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm
+	build/bench_gemm
 
 clean:
-	rm -rf $(B)
+	rm -rf build

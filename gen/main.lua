@@ -18,6 +18,7 @@ parser:option("--templates", "Template directory.", "templates")
 parser:option("--out", "Output directory.", "generated")
 parser:option("--kernels", "Comma-separated name globs (default: $KG_KERNELS).")
 parser:command_target("command")
+parser:require_command(false)
 parser:command("gen", "Generate sources and the dispatch table (default).")
 parser:command("list", "Print the variants the specs expand to.")
 local explain_cmd = parser:command("explain", "Print a variant's axes, spec file:line and template.")
@@ -90,7 +91,9 @@ local function render(v)
   local fn, err = get_template(tpath)
   if not fn then return nil, err end
   local out, rerr = fn(env)
-  if not out then return nil, rerr:match("^templates") and rerr or (tpath .. ": " .. rerr) end
+  if not out then
+    return nil, rerr:sub(1, #args.templates + 1) == args.templates .. "/" and rerr or (tpath .. ": " .. rerr)
+  end
   return d.dir .. "/" .. v.name .. d.ext, out, tpath
 end
 

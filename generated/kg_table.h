@@ -25,6 +25,8 @@ kg_status kg_gemm_c_blocked_bf16_xxx_64x256x256_a1(const kg_gemm_args *args, con
 size_t kg_gemm_c_blocked_bf16_xxx_64x256x256_a1_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_c_blocked_f16_xxx_64x256x256_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_c_blocked_f16_xxx_64x256x256_a1_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_c_blocked_f32_rrr_64x256x256_a4(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_c_blocked_f32_xxx_64x256x256_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_c_blocked_f32_xxx_64x256x256_a1_workspace(const kg_gemm_args *args);
 #ifdef KG_WITH_HIP

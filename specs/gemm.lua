@@ -7,6 +7,14 @@ gemm {
   dtype = { "f32", "f16", "bf16" },
 }
 
+-- C backend fast path: all row-major f32 with 16-byte aligned rows.
+gemm {
+  backend = "c",
+  dtype = "f32",
+  layout_a = "row", layout_b = "row", layout_cd = "row",
+  align = 4,
+}
+
 -- GPU tensor cores (f16/bf16, 16-byte aligned operands): the layouts people
 -- store weights in. Row-major A with B row-major (NN) or column-major (NT, i.e. [N, K] weights).
 gemm {

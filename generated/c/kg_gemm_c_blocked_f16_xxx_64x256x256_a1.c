@@ -2,9 +2,10 @@
 /* Blocked GEMM for the C backend (the CPU path and portable reference).
 ** Loop nest: M blocks of 64 rows x N blocks of 256 columns x K blocks of 256;
 ** A and B blocks are packed into f32 panels (any layout, any stride), the
-** 64x256 f32 accumulator stays in cache across K. Serial split-K needs no
-** workspace here: one running f32 sum over K in order is the slices summed in
-** slice order. Batches run one after another. */
+** 64x256 f32 accumulator stays in cache across K. Layouts fixed by the
+** spec become compile-time strides. Serial split-K sums the slices' partial
+** products in slice order through an m x n f32 workspace, as the GPU kernels
+** do. Batches run one after another. */
 #include "kg_internal.h"
 #include "kg_half.h"
 #include <string.h>
@@ -40,21 +41,35 @@ static void kg_gemm_c_blocked_f16_xxx_64x256x256_a1_block(blocked_buffers *w, in
   }
 }
 
+/* Serial split-K: slice s covers K range [s*per, min(k, (s+1)*per)). */
+static int64_t kg_gemm_c_blocked_f16_xxx_64x256x256_a1_slice_k(const kg_gemm_args *args) {
+  return (args->k + args->split_k_slices - 1) / args->split_k_slices;
+}
+
  size_t kg_gemm_c_blocked_f16_xxx_64x256x256_a1_workspace(const kg_gemm_args *args) {
-  (void)args;
-  return 0;
+  if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
+  return (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
  kg_status kg_gemm_c_blocked_f16_xxx_64x256x256_a1(const kg_gemm_args *args, const kg_exec *exec) {
-  (void)exec;
-  int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, d_rs, d_cs;
+  int64_t a_rs, a_cs;
   kg__strides(args->layout_a, args->lda, &a_rs, &a_cs);
+  int64_t b_rs, b_cs;
   kg__strides(args->layout_b, args->ldb, &b_rs, &b_cs);
+  int64_t c_rs, c_cs;
   kg__strides(args->layout_cd, args->ldc, &c_rs, &c_cs);
+  int64_t d_rs, d_cs;
   kg__strides(args->layout_cd, args->ldd, &d_rs, &d_cs);
   const int64_t m = args->m, n = args->n, k = args->k;
   const int64_t batches = args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
   const int use_c = args->beta != 0.0f;
+  int64_t slices = 1, per = k;
+  float *partial = NULL;
+  if (args->mode == KG_MODE_SPLITK_SERIAL && args->split_k_slices > 1) {
+    per = kg_gemm_c_blocked_f16_xxx_64x256x256_a1_slice_k(args);
+    slices = (k + per - 1) / per;
+    partial = (float *)exec->workspace;
+  }
   blocked_buffers w;
   w.ap = (float *)malloc(sizeof(float) * (MC * KC + KC * NC + MC * NC));
   if (!w.ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
@@ -65,28 +80,38 @@ static void kg_gemm_c_blocked_f16_xxx_64x256x256_a1_block(blocked_buffers *w, in
     const uint16_t *B = (const uint16_t *)args->b + (batches > 1 ? z * args->batch_stride_b : 0);
     const uint16_t *C = (const uint16_t *)args->c + (use_c && batches > 1 ? z * args->batch_stride_c : 0);
     uint16_t *D = (uint16_t *)args->d + (batches > 1 ? z * args->batch_stride_d : 0);
-    for (int64_t ic = 0; ic < m; ic += MC) {
-      int mb = (int)(m - ic < MC ? m - ic : MC);
-      for (int64_t jc = 0; jc < n; jc += NC) {
-        int nb = (int)(n - jc < NC ? n - jc : NC);
-        memset(w.acc, 0, sizeof(float) * MC * NC);
-        for (int64_t pc = 0; pc < k; pc += KC) {
-          int kb = (int)(k - pc < KC ? k - pc : KC);
-          for (int i = 0; i < mb; i++)
+    for (int64_t s = 0; s < slices; s++) {
+      const int64_t kbeg = s * per, kend = kbeg + per < k ? kbeg + per : k;
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        int mb = (int)(m - ic < MC ? m - ic : MC);
+        for (int64_t jc = 0; jc < n; jc += NC) {
+          int nb = (int)(n - jc < NC ? n - jc : NC);
+          memset(w.acc, 0, sizeof(float) * MC * NC);
+          for (int64_t pc = kbeg; pc < kend; pc += KC) {
+            int kb = (int)(kend - pc < KC ? kend - pc : KC);
+            for (int i = 0; i < mb; i++)
+              for (int kk = 0; kk < kb; kk++)
+                w.ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]);
             for (int kk = 0; kk < kb; kk++)
-              w.ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]);
-          for (int kk = 0; kk < kb; kk++)
-            for (int j = 0; j < nb; j++)
-              w.bp[kk * NC + j] = kg_f16_to_f32(B[(pc + kk) * b_rs + (jc + j) * b_cs]);
-          kg_gemm_c_blocked_f16_xxx_64x256x256_a1_block(&w, mb, nb, kb);
-        }
-        for (int i = 0; i < mb; i++)
-          for (int j = 0; j < nb; j++) {
-            int64_t r = ic + i, c = jc + j;
-            float out = args->alpha * w.acc[i * NC + j];
-            if (use_c) out += args->beta * kg_f16_to_f32(C[r * c_rs + c * c_cs]);
-            D[r * d_rs + c * d_cs] = kg_f32_to_f16(out);
+              for (int j = 0; j < nb; j++)
+                w.bp[kk * NC + j] = kg_f16_to_f32(B[(pc + kk) * b_rs + (jc + j) * b_cs]);
+            kg_gemm_c_blocked_f16_xxx_64x256x256_a1_block(&w, mb, nb, kb);
           }
+          for (int i = 0; i < mb; i++)
+            for (int j = 0; j < nb; j++) {
+              int64_t r = ic + i, c = jc + j;
+              float acc = w.acc[i * NC + j];
+              if (slices > 1) {
+                float *part = partial + r * n + c;
+                if (s == 0) { *part = acc; continue; }
+                if (s < slices - 1) { *part += acc; continue; }
+                acc += *part;
+              }
+              float out = args->alpha * acc;
+              if (use_c) out += args->beta * kg_f16_to_f32(C[r * c_rs + c * c_cs]);
+              D[r * d_rs + c * d_cs] = kg_f32_to_f16(out);
+            }
+        }
       }
     }
   }
