@@ -9,7 +9,7 @@ local writer = require("lib.writer")
 local template = require("lib.template")
 local tablegen = require("lib.tablegen")
 
-local FAMILIES = { "gemm" }
+local FAMILIES = { "gemm", "dualgemm" }
 local DIALECTS = { "c", "cuda", "hip" }
 
 local parser = argparse("kgen", "kgen: kernel variant generator")
@@ -115,7 +115,8 @@ if args.command == "explain" then
       io.write(string.format("  template: %s/%s\n", args.templates, family.template(v)))
       for _, axis in ipairs(family.axes) do
         local x = v[axis.name]
-        io.write(string.format("  %-9s %s\n", axis.name .. ":", type(x) == "string" and x or fmt.int(x)))
+        local text = type(x) == "string" and x or type(x) == "boolean" and tostring(x) or fmt.int(x)
+        io.write(string.format("  %-10s %s\n", axis.name .. ":", text))
       end
       os.exit(0)
     end

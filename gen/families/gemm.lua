@@ -10,6 +10,19 @@ local KERNELS = { c = { blocked = true }, cuda = { simt = true, tensorop = true 
 
 local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32" }
 local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2" }
+-- CUDA tensorop: 128x256x64 block tiles on 8 warps of 64x64, 4 stages of
+-- cp.async (192 KB of shared memory, one block per SM). HIP keeps the kernel
+-- defaults above (64 KB of LDS per workgroup on gfx90a).
+local DEFAULT_TENSOROP = { cuda = { tile = "128x256x64", warps = "2x4", stages = 4 } }
+local function default_of(v, axis, generic)
+  local per = v.kernel == "tensorop" and DEFAULT_TENSOROP[v.backend]
+  if per then return per[axis] end
+  return generic
+end
+-- Threads per warp (wave) by backend, for legality checks.
+local WARP = { c = 1, cuda = 32, hip = 64 }
+-- Shared memory a CUDA block may use (sm_90a opt-in limit).
+local CUDA_SMEM = 232448
 
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
@@ -22,13 +35,13 @@ F.axes = {
   { name = "layout_cd", values = { "row", "col", "any" }, default = "any" },
   { name = "tile", values = { "32x32x8", "64x64x8", "128x64x8", "64x128x8", "128x128x8",
                               "64x64x32", "128x64x32", "64x128x32", "128x128x32", "128x256x32", "256x128x32",
-                              "64x64x64", "128x128x64",
+                              "64x64x64", "128x64x64", "64x128x64", "128x128x64", "128x256x64", "256x128x64",
                               "64x256x256", "96x256x256", "128x512x256" },
-    default = function(v) return DEFAULT_TILE[v.kernel] end },
+    default = function(v) return default_of(v, "tile", DEFAULT_TILE[v.kernel]) end },
   { name = "warps", values = { "1x1", "1x2", "2x1", "2x2", "1x4", "4x1", "2x4", "4x2" },
-    default = function(v) return DEFAULT_WARPS[v.kernel] end },
+    default = function(v) return default_of(v, "warps", DEFAULT_WARPS[v.kernel]) end },
   { name = "stages", values = { 1, 2, 3, 4, 5 },
-    default = function(v) return v.kernel == "tensorop" and 3 or 1 end },
+    default = function(v) return default_of(v, "stages", v.kernel == "tensorop" and 3 or 1) end },
   { name = "align", values = { 1, 2, 4, 8 },
     default = function(v) return v.kernel == "tensorop" and 8 or 1 end },
 }
@@ -40,6 +53,8 @@ end
 F.dims = dims
 
 local SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+local WARPS_VALUES = {}
+for _, axis in ipairs(F.axes) do if axis.name == "warps" then WARPS_VALUES = axis.values end end
 
 -- The warps values that split a tm x tn tile into warp tiles of at least min x min.
 local function warps_for(tm, tn, min)
@@ -84,15 +99,41 @@ function F.legal(v)
     if v.align * SIZE[v.dtype] ~= 16 then
       return string.format("tensorop loads 16-byte vectors; allowed: align = %d for %s", math.floor(16 / SIZE[v.dtype]), v.dtype), "align"
     end
-    if tk < 32 then return "tensorop tiles need K >= 32; allowed: 64x64x32, 128x128x32, ...", "tile" end
+    if (tk ~= 32 and tk ~= 64) or tm > 256 or tn > 256 then
+      return "tensorop tiles need K >= 32 (K = 32 or 64, M and N at most 256); allowed: "
+        .. "64x64x32, 128x128x32, 128x256x32, 256x128x32, 128x128x64, 128x256x64, 256x128x64, ...", "tile"
+    end
     if tm % (wm * 32) ~= 0 or tn % (wn * 32) ~= 0 then
       return string.format("tile %s does not split into %s warps of 32x32 or more; allowed: warps = %s",
         v.tile, v.warps, warps_for(tm, tn, 32)), "warps"
     end
+    -- f32 accumulators per thread: the warp tile over the warp size
+    local function accs(w)
+      local a, b = dims(w)
+      return math.floor(math.floor(tm / a) * math.floor(tn / b) / WARP[v.backend])
+    end
+    if accs(v.warps) > 128 then
+      local ok = {}
+      for _, w in ipairs(WARPS_VALUES) do
+        local a, b = dims(w)
+        if tm % (a * 32) == 0 and tn % (b * 32) == 0 and accs(w) <= 128 then ok[#ok + 1] = w end
+      end
+      return string.format("tile %s on %s warps needs %d accumulators per thread (at most 128); allowed: warps = %s",
+        v.tile, v.warps, accs(v.warps), #ok > 0 and table.concat(ok, ", ") or "none (pick a smaller tile)"), "warps"
+    end
     if v.stages < 2 then return "tensorop pipelines need stages >= 2; allowed: 2, 3, 4, 5", "stages" end
+    local smem = v.stages * (tm + tn) * tk * SIZE[v.dtype]
+    if v.backend == "cuda" and smem > CUDA_SMEM then
+      return string.format("tile %s with %d stages needs %d bytes of shared memory (at most %d on sm_90a); "
+        .. "allowed: stages = 2 .. %d", v.tile, v.stages, smem, CUDA_SMEM,
+        math.floor(CUDA_SMEM / ((tm + tn) * tk * SIZE[v.dtype]))), "stages"
+    end
   end
   return nil
 end
+
+-- Kernels whose A/B layouts are compile-time (no "any").
+function F.fixes_layouts(kernel) return kernel == "tensorop" end
 
 local LETTER = { row = "r", col = "c", any = "x" }
 
@@ -128,6 +169,7 @@ end
 
 local DTYPE_ENUM = { f32 = "KG_F32", f16 = "KG_F16", bf16 = "KG_BF16" }
 local LAYOUT_ENUM = { row = "KG_ROW", col = "KG_COL", any = "KG_LAYOUT_ANY" }
+F.LAYOUT_ENUM = LAYOUT_ENUM
 
 -- Sort key groups variants sharing (backend, types) and orders them by rank.
 function F.sort_key(v)
@@ -170,6 +212,11 @@ function F.prepare(v, d, env)
   env.load_c = function(x) return string.format(d.to_f32[v.out_dtype], x) end
   env.store_d = function(x) return string.format(d.from_f32[v.out_dtype], x) end
   env.LAYOUT_ENUM = LAYOUT_ENUM
+  env.NB, env.DUAL = 1, false   -- number of B operands (DualGemm: 2)
+  env.ARGS_T = "kg_gemm_args"
+  -- One entry per product: its B operand, C input, D output and scalars, by
+  -- their names in the args struct. layout_cd is shared by every C and D.
+  env.PRODUCTS = { { b = "b", layout_b = v.layout_b, c = "c", d = "d", alpha = "alpha", beta = "beta", store = true } }
 end
 
 return F

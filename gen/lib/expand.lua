@@ -13,7 +13,9 @@ local M = {}
 
 local function quote_list(values)
   local out = {}
-  for i, v in ipairs(values) do out[i] = type(v) == "string" and v or fmt.int(v) end
+  for i, v in ipairs(values) do
+    out[i] = type(v) == "string" and v or type(v) == "boolean" and tostring(v) or fmt.int(v)
+  end
   return table.concat(out, ", ")
 end
 

@@ -4,27 +4,27 @@
 ** A and B blocks are packed into f32 panels (any layout, any stride), the
 ** 64x256 f32 accumulator stays in cache across K. Layouts fixed by the
 ** spec become compile-time strides. Serial split-K sums the slices' partial
-** products in slice order through an m x n f32 workspace, as the GPU kernels
-** do. Batches run one after another. */
+** products in slice order through an m x n f32 workspace, as the GPU
+** kernels do. Batches run one after another. */
 #include "kg_internal.h"
 #include "kg_half.h"
 #include <string.h>
 #include <stdlib.h>
 
-enum { MC = 64, NC = 256, KC = 256 };
+enum { MC = 64, NC = 256, KC = 256, NB = 1 };
 
-typedef struct blocked_buffers { float *ap, *bp, *acc; } blocked_buffers;
+typedef struct blocked_buffers { float *ap, *bp[NB], *acc[NB]; } blocked_buffers;
 
 /* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
-static void kg_gemm_c_blocked_f32_rrr_64x256x256_a4_block(blocked_buffers *w, int mb, int nb, int kb) {
+static void kg_gemm_c_blocked_f32_rrr_64x256x256_a4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
   int i = 0;
   for (; i + 4 <= mb; i += 4) {
-    float *restrict c0 = w->acc + (i + 0) * NC, *restrict c1 = w->acc + (i + 1) * NC;
-    float *restrict c2 = w->acc + (i + 2) * NC, *restrict c3 = w->acc + (i + 3) * NC;
+    float *restrict c0 = acc + (i + 0) * NC, *restrict c1 = acc + (i + 1) * NC;
+    float *restrict c2 = acc + (i + 2) * NC, *restrict c3 = acc + (i + 3) * NC;
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = w->bp + kk * NC;
-      float a0 = w->ap[(i + 0) * KC + kk], a1 = w->ap[(i + 1) * KC + kk];
-      float a2 = w->ap[(i + 2) * KC + kk], a3 = w->ap[(i + 3) * KC + kk];
+      const float *restrict b = bp + kk * NC;
+      float a0 = ap[(i + 0) * KC + kk], a1 = ap[(i + 1) * KC + kk];
+      float a2 = ap[(i + 2) * KC + kk], a3 = ap[(i + 3) * KC + kk];
       for (int j = 0; j < nb; j++) {
         float bj = b[j];
         c0[j] += a0 * bj; c1[j] += a1 * bj; c2[j] += a2 * bj; c3[j] += a3 * bj;
@@ -32,23 +32,19 @@ static void kg_gemm_c_blocked_f32_rrr_64x256x256_a4_block(blocked_buffers *w, in
     }
   }
   for (; i < mb; i++) {
-    float *restrict c0 = w->acc + i * NC;
+    float *restrict c0 = acc + i * NC;
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = w->bp + kk * NC;
-      float a0 = w->ap[i * KC + kk];
+      const float *restrict b = bp + kk * NC;
+      float a0 = ap[i * KC + kk];
       for (int j = 0; j < nb; j++) c0[j] += a0 * b[j];
     }
   }
 }
 
 /* Serial split-K: slice s covers K range [s*per, min(k, (s+1)*per)). */
-static int64_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_slice_k(const kg_gemm_args *args) {
-  return (args->k + args->split_k_slices - 1) / args->split_k_slices;
-}
-
  size_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  return (size_t)args->m * (size_t)args->n * sizeof(float);
+  return (size_t)NB * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
  kg_status kg_gemm_c_blocked_f32_rrr_64x256x256_a4(const kg_gemm_args *args, const kg_exec *exec) {
@@ -58,23 +54,25 @@ static int64_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_slice_k(const kg_gemm_arg
   const int64_t d_rs = args->ldd, d_cs = 1;
   const int64_t m = args->m, n = args->n, k = args->k;
   const int64_t batches = args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
-  const int use_c = args->beta != 0.0f;
   int64_t slices = 1, per = k;
-  float *partial = NULL;
+  float *partial = NULL;   /* NB consecutive m x n sums */
   if (args->mode == KG_MODE_SPLITK_SERIAL && args->split_k_slices > 1) {
-    per = kg_gemm_c_blocked_f32_rrr_64x256x256_a4_slice_k(args);
+    per = (k + args->split_k_slices - 1) / args->split_k_slices;
     slices = (k + per - 1) / per;
     partial = (float *)exec->workspace;
   }
   blocked_buffers w;
-  w.ap = (float *)malloc(sizeof(float) * (MC * KC + KC * NC + MC * NC));
+  w.ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC)));
   if (!w.ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
-  w.bp = w.ap + MC * KC;
-  w.acc = w.bp + KC * NC;
+  for (int b = 0; b < NB; b++) {
+    w.bp[b] = w.ap + MC * KC + b * (KC * NC + MC * NC);
+    w.acc[b] = w.bp[b] + KC * NC;
+  }
   for (int64_t z = 0; z < batches; z++) {
     const float *A = (const float *)args->a + (batches > 1 ? z * args->batch_stride_a : 0);
     const float *B = (const float *)args->b + (batches > 1 ? z * args->batch_stride_b : 0);
-    const float *C = (const float *)args->c + (use_c && batches > 1 ? z * args->batch_stride_c : 0);
+    const int use_c = args->beta != 0.0f;
+    const float *C = use_c ? (const float *)args->c + (batches > 1 ? z * args->batch_stride_c : 0) : NULL;
     float *D = (float *)args->d + (batches > 1 ? z * args->batch_stride_d : 0);
     for (int64_t s = 0; s < slices; s++) {
       const int64_t kbeg = s * per, kend = kbeg + per < k ? kbeg + per : k;
@@ -82,7 +80,7 @@ static int64_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_slice_k(const kg_gemm_arg
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int64_t jc = 0; jc < n; jc += NC) {
           int nb = (int)(n - jc < NC ? n - jc : NC);
-          memset(w.acc, 0, sizeof(float) * MC * NC);
+          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * MC * NC);
           for (int64_t pc = kbeg; pc < kend; pc += KC) {
             int kb = (int)(kend - pc < KC ? kend - pc : KC);
             for (int i = 0; i < mb; i++)
@@ -90,22 +88,23 @@ static int64_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_slice_k(const kg_gemm_arg
                 w.ap[i * KC + kk] = A[(ic + i) * a_rs + (pc + kk) * a_cs];
             for (int kk = 0; kk < kb; kk++)
               for (int j = 0; j < nb; j++)
-                w.bp[kk * NC + j] = B[(pc + kk) * b_rs + (jc + j) * b_cs];
-            kg_gemm_c_blocked_f32_rrr_64x256x256_a4_block(&w, mb, nb, kb);
+                w.bp[0][kk * NC + j] = B[(pc + kk) * b_rs + (jc + j) * b_cs];
+            kg_gemm_c_blocked_f32_rrr_64x256x256_a4_block(w.ap, w.bp[0], w.acc[0], mb, nb, kb);
           }
           for (int i = 0; i < mb; i++)
             for (int j = 0; j < nb; j++) {
               int64_t r = ic + i, c = jc + j;
-              float acc = w.acc[i * NC + j];
+              float acc[NB];
+              for (int b = 0; b < NB; b++) acc[b] = w.acc[b][i * NC + j];
               if (slices > 1) {
                 float *part = partial + r * n + c;
-                if (s == 0) { *part = acc; continue; }
-                if (s < slices - 1) { *part += acc; continue; }
-                acc += *part;
+                if (s == 0) { for (int b = 0; b < NB; b++) part[b * m * n] = acc[b]; continue; }
+                if (s < slices - 1) { for (int b = 0; b < NB; b++) part[b * m * n] += acc[b]; continue; }
+                for (int b = 0; b < NB; b++) acc[b] += part[b * m * n];
               }
-              float out = args->alpha * acc;
-              if (use_c) out += args->beta * C[r * c_rs + c * c_cs];
-              D[r * d_rs + c * d_cs] = out;
+              float x0 = args->alpha * acc[0];
+              if (use_c) x0 += args->beta * C[r * c_rs + c * c_cs];
+              D[r * d_rs + c * d_cs] = x0;
             }
         }
       }

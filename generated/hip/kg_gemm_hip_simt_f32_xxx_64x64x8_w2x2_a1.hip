@@ -51,7 +51,7 @@ static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, i
 static __device__ __forceinline__ void gemm_store(const gemm_params &p, int z, long long r, long long c, float acc) {
   if (r >= p.m || c >= p.n) return;
   if (p.slices > 1) {
-    float *part = p.partial + r * p.n + c;
+    volatile float *part = p.partial + r * p.n + c;  /* volatile: bypass L1, written by other SMs */
     if (z == 0) { *part = acc; return; }
     else if (z < p.slices - 1) { *part += acc; return; }
     else acc += *part;

@@ -105,13 +105,59 @@ kg_status kg_gemm_workspace_size(const kg_gemm_args *args, const kg_exec *exec,
 kg_status kg_gemm_select(const kg_gemm_args *args, const kg_exec *exec,
                          const char **name);
 
+/* ---- DualGemm: two GEMMs sharing A, fused by an elementwise op ----------
+**   D0 = alpha0 * A.B0 + beta0 * C0      D1 = alpha1 * A.B1 + beta1 * C1
+**   D2 = op(D0, D1)                      (op on the output-typed D0, D1)
+** op: KG_DUAL_SWIGLU silu(D0)*D1 with silu(x) = x/(1+exp(-x));
+**     KG_DUAL_GEGLU  gelu_tanh(D0)*D1;  KG_DUAL_MUL D0*D1.
+** A is m x k; B0, B1 are k x n; C0, C1, D0, D1, D2 are m x n and share
+** layout_cd. A is read once per K tile and feeds both products.
+** - store_d0 / store_d1 say whether D0 / D1 are written; d0 (d1) must be
+**   non-NULL exactly when store_d0 (store_d1) is set, else
+**   KG_ERROR_INVALID_ARGUMENT. D2 is always written.
+** - B1 column-major with ldb1 == 0 is a broadcast column vector v (k
+**   elements): D1[i][j] = (A.v)[i] for every j; its batch stride is then
+**   usually k. C0 / C1 row-major with ld 0 add one bias row to every row.
+** - c0 (c1) may be NULL only when beta0 (beta1) == 0.
+** - Modes as for kg_gemm. KG_MODE_SPLITK_SERIAL keeps two m x n f32 partial
+**   sums in the workspace (kg_dualgemm_workspace_size), so D0/D1 need not be
+**   stored; batched + split-K is KG_ERROR_INVALID_PROBLEM. */
+typedef enum kg_dual_op { KG_DUAL_SWIGLU = 0, KG_DUAL_GEGLU, KG_DUAL_MUL } kg_dual_op;
+
+typedef struct kg_dualgemm_args {
+  kg_mode mode;
+  int64_t m, n, k;
+  int64_t batch_count;
+  int64_t split_k_slices;
+  kg_dtype type_ab, type_cd;
+  kg_layout layout_a, layout_b0, layout_b1, layout_cd;
+  kg_dual_op op;
+  int store_d0, store_d1;
+  const void *a;  int64_t lda;  int64_t batch_stride_a;
+  const void *b0; int64_t ldb0; int64_t batch_stride_b0;
+  const void *b1; int64_t ldb1; int64_t batch_stride_b1;
+  const void *c0; int64_t ldc0; int64_t batch_stride_c0;
+  const void *c1; int64_t ldc1; int64_t batch_stride_c1;
+  void *d0;       int64_t ldd0; int64_t batch_stride_d0;
+  void *d1;       int64_t ldd1; int64_t batch_stride_d1;
+  void *d2;       int64_t ldd2; int64_t batch_stride_d2;
+  float alpha0, beta0, alpha1, beta1;
+} kg_dualgemm_args;
+
+kg_status kg_dualgemm(const kg_dualgemm_args *args, const kg_exec *exec);
+kg_status kg_dualgemm_workspace_size(const kg_dualgemm_args *args, const kg_exec *exec,
+                                     size_t *bytes);
+kg_status kg_dualgemm_select(const kg_dualgemm_args *args, const kg_exec *exec,
+                             const char **name);
+
 /* ---- Introspection ------------------------------------------------------ */
-typedef enum kg_op { KG_OP_GEMM = 0 } kg_op;
+typedef enum kg_op { KG_OP_GEMM = 0, KG_OP_DUALGEMM } kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
 ** variant of the operation: "NAME: chosen" or "NAME: rejected: REASON", and
 ** first the argument check's verdict when it fails. args points to the op's
-** argument struct (kg_gemm_args for KG_OP_GEMM). Returns the status the call
+** argument struct (kg_gemm_args for KG_OP_GEMM, kg_dualgemm_args for
+** KG_OP_DUALGEMM). Returns the status the call
 ** would have had. */
 kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec,
                      char *buf, size_t cap);

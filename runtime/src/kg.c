@@ -106,6 +106,40 @@ static void kg__say(kg__sink *s, const char *fmt, ...) {
   if (n > 0) s->len = (s->len + (size_t)n < s->cap) ? s->len + (size_t)n : s->cap - 1;
 }
 
+/* ---- problem view --------------------------------------------------------
+** Every op describes itself as a kg__problem: sizes, mode, types, layouts and
+** a list of matrix operands. Checks and variant predicates work on that view,
+** so each op adds only its own rules. */
+
+enum { KG__MAX_OPERANDS = 8 };
+
+typedef struct kg__operand {
+  const char *name;     /* "a", "b0", ... as in the args struct */
+  const void *ptr;      /* NULL: operand absent (the op check allowed it) */
+  int layout;
+  int64_t rows, cols, ld, bs;
+  kg_dtype dtype;
+  int may_broadcast;    /* ld 0 allowed: one row (row-major) / column (col-major) */
+  int output;           /* written: batches must not overlap */
+} kg__operand;
+
+typedef struct kg__problem {
+  kg_op op;
+  kg_mode mode;
+  int64_t m, n, k, batch_count, slices;
+  kg_dtype type_ab, type_cd;
+  int layout_a, layout_b, layout_b1, layout_cd;  /* layout_b1: KG_LAYOUT_ANY for GEMM */
+  int dual_op, store_d0, store_d1;
+  int nops;
+  kg__operand ops[KG__MAX_OPERANDS];
+} kg__problem;
+
+static void kg__add(kg__problem *p, const char *name, const void *ptr, int layout, int64_t rows, int64_t cols,
+                    int64_t ld, int64_t bs, kg_dtype t, int may_broadcast, int output) {
+  kg__operand o = { name, ptr, layout, rows, cols, ld, bs, t, may_broadcast, output };
+  p->ops[p->nops++] = o;
+}
+
 /* ---- checks ------------------------------------------------------------- */
 
 #define KG__FAIL(st, ...) do { kg__say(sink, "arguments: " __VA_ARGS__); kg__say(sink, "\n"); return (st); } while (0)
@@ -114,7 +148,7 @@ static int kg__valid_dtype(int t) { return t == KG_F32 || t == KG_F16 || t == KG
 static int kg__valid_layout(int l) { return l == KG_ROW || l == KG_COL; }
 
 /* Highest element offset + 1 of a rows x cols matrix (batch copies apart),
-** or -1 on int64 overflow. */
+** or -1 on int64 overflow (of elements or of bytes). */
 static int64_t kg__extent(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
                           int64_t batch, int64_t bs) {
   int64_t a, b, c, e;
@@ -123,26 +157,26 @@ static int64_t kg__extent(int64_t rows, int64_t cols, int64_t rs, int64_t cs,
   if (__builtin_mul_overflow(batch - 1, bs, &c)) return -1;
   if (__builtin_add_overflow(a, b, &e) || __builtin_add_overflow(e, c, &e) ||
       __builtin_add_overflow(e, 1, &e)) return -1;
-  if (__builtin_mul_overflow(e, (int64_t)8, &a)) return -1;  /* bytes fit too */
+  if (__builtin_mul_overflow(e, (int64_t)8, &a)) return -1;
   return e;
 }
 
-/* Checks one operand: ld covers the layout (ld 0 allowed when may_broadcast),
-** batch stride non-negative, extent fits int64. */
-static kg_status kg__check_operand(kg__sink *sink, const char *name, int layout, int64_t rows,
-                                   int64_t cols, int64_t ld, int64_t bs, int64_t batch,
-                                   int may_broadcast) {
-  int64_t need = layout == KG_ROW ? cols : rows;
-  if (ld < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is negative", name, (long long)ld);
-  if (!(ld == 0 && may_broadcast) && ld < need)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is smaller than the %s-major extent %lld%s", name,
-             (long long)ld, layout == KG_ROW ? "row" : "column", (long long)need,
-             may_broadcast ? " (0 broadcasts)" : "");
-  if (bs < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_stride_%s = %lld is negative", name, (long long)bs);
+/* ld covers the layout (0 allowed when it broadcasts), batch stride is
+** non-negative, the extent fits int64, output batches do not overlap. */
+static kg_status kg__check_operand(kg__sink *sink, const kg__operand *o, int64_t batch) {
+  int64_t need = o->layout == KG_ROW ? o->cols : o->rows;
+  if (o->ld < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is negative", o->name, (long long)o->ld);
+  if (!(o->ld == 0 && o->may_broadcast) && o->ld < need)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is smaller than the %s-major extent %lld%s", o->name,
+             (long long)o->ld, o->layout == KG_ROW ? "row" : "column", (long long)need,
+             o->may_broadcast ? " (0 broadcasts)" : "");
+  if (o->bs < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_stride_%s = %lld is negative", o->name, (long long)o->bs);
   int64_t rs, cs;
-  kg__strides(layout, ld, &rs, &cs);
-  if (kg__extent(rows, cols, rs, cs, batch, bs) < 0)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand %s extent overflows int64", name);
+  kg__strides(o->layout, o->ld, &rs, &cs);
+  if (kg__extent(o->rows, o->cols, rs, cs, batch, o->bs) < 0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand %s extent overflows int64", o->name);
+  if (o->output && batch > 1 && o->bs < kg__extent(o->rows, o->cols, rs, cs, 1, 0))
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_stride_%s %lld makes output batches overlap", o->name, (long long)o->bs);
   return KG_SUCCESS;
 }
 
@@ -158,107 +192,171 @@ static kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
   return KG_SUCCESS;
 }
 
-static kg_status kg__gemm_check(const kg_gemm_args *g, const kg_exec *exec, kg__sink *sink) {
+/* Rules every op shares: enums, sizes, modes, operands, exec. */
+static kg_status kg__check_problem(const kg__problem *p, const kg_exec *exec, kg__sink *sink) {
   kg_status st;
-  if (!g) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
-  if (g->mode != KG_MODE_GEMM && g->mode != KG_MODE_BATCHED && g->mode != KG_MODE_SPLITK_SERIAL)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mode %d", (int)g->mode);
-  if (!kg__valid_dtype(g->type_ab) || !kg__valid_dtype(g->type_cd))
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown dtype (type_ab %d, type_cd %d)", (int)g->type_ab, (int)g->type_cd);
-  if (!kg__valid_layout(g->layout_a) || !kg__valid_layout(g->layout_b) || !kg__valid_layout(g->layout_cd))
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown layout (allowed: KG_ROW, KG_COL)");
-  if (g->m <= 0 || g->n <= 0 || g->k <= 0)
+  if (p->mode != KG_MODE_GEMM && p->mode != KG_MODE_BATCHED && p->mode != KG_MODE_SPLITK_SERIAL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mode %d", (int)p->mode);
+  if (!kg__valid_dtype(p->type_ab) || !kg__valid_dtype(p->type_cd))
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown dtype (type_ab %d, type_cd %d)", (int)p->type_ab, (int)p->type_cd);
+  for (int i = 0; i < p->nops; i++)
+    if (!kg__valid_layout(p->ops[i].layout))
+      KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown layout %d for %s (allowed: KG_ROW, KG_COL)",
+               p->ops[i].layout, p->ops[i].name);
+  if (p->m <= 0 || p->n <= 0 || p->k <= 0)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (m %lld, n %lld, k %lld)",
-             (long long)g->m, (long long)g->n, (long long)g->k);
-  if (g->batch_count < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_count %lld < 1", (long long)g->batch_count);
-  if (g->split_k_slices < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "split_k_slices %lld < 1", (long long)g->split_k_slices);
+             (long long)p->m, (long long)p->n, (long long)p->k);
+  if (p->batch_count < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_count %lld < 1", (long long)p->batch_count);
+  if (p->slices < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "split_k_slices %lld < 1", (long long)p->slices);
+  if (p->mode == KG_MODE_BATCHED && p->slices > 1)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batched mode with split_k_slices %lld: batch and K slice both need the grid's z",
+             (long long)p->slices);
+  if (p->mode == KG_MODE_SPLITK_SERIAL && p->batch_count > 1)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "serial split-K with batch_count %lld: use batched mode or split-K, not both",
+             (long long)p->batch_count);
+  if (p->mode == KG_MODE_GEMM && (p->batch_count > 1 || p->slices > 1))
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "gemm mode takes batch_count 1 and split_k_slices 1");
+  if (p->batch_count > KG_MAX_BATCH)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_count %lld exceeds the grid limit %d", (long long)p->batch_count, KG_MAX_BATCH);
+  if (p->slices > p->k)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds k %lld", (long long)p->slices, (long long)p->k);
+  int64_t batch = p->mode == KG_MODE_BATCHED ? p->batch_count : 1;
+  for (int i = 0; i < p->nops; i++)
+    if (p->ops[i].ptr && (st = kg__check_operand(sink, &p->ops[i], batch))) return st;
+  return kg__check_exec(exec, sink);
+}
+
+static kg_status kg__gemm_problem(const kg_gemm_args *g, kg__problem *p, kg__sink *sink) {
+  if (!g) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
   if (!g->a || !g->b || !g->d) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b and d must not be NULL");
   if (!g->c && g->beta != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c is NULL but beta != 0");
-  if (g->mode == KG_MODE_BATCHED && g->split_k_slices > 1)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batched mode with split_k_slices %lld: batch and K slice both need the grid's z",
-             (long long)g->split_k_slices);
-  if (g->mode == KG_MODE_SPLITK_SERIAL && g->batch_count > 1)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "serial split-K with batch_count %lld: use batched mode or split-K, not both",
-             (long long)g->batch_count);
-  if (g->mode == KG_MODE_GEMM && (g->batch_count > 1 || g->split_k_slices > 1))
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "gemm mode takes batch_count 1 and split_k_slices 1");
-  if (g->batch_count > KG_MAX_BATCH)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_count %lld exceeds the grid limit %d", (long long)g->batch_count, KG_MAX_BATCH);
-  if (g->split_k_slices > g->k)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds k %lld", (long long)g->split_k_slices, (long long)g->k);
-  int64_t batch = g->mode == KG_MODE_BATCHED ? g->batch_count : 1;
-  if ((st = kg__check_operand(sink, "a", g->layout_a, g->m, g->k, g->lda, g->batch_stride_a, batch, 0))) return st;
-  if ((st = kg__check_operand(sink, "b", g->layout_b, g->k, g->n, g->ldb, g->batch_stride_b, batch, 0))) return st;
-  if (g->c && (st = kg__check_operand(sink, "c", g->layout_cd, g->m, g->n, g->ldc, g->batch_stride_c, batch, 1))) return st;
-  if ((st = kg__check_operand(sink, "d", g->layout_cd, g->m, g->n, g->ldd, g->batch_stride_d, batch, 0))) return st;
-  if (batch > 1) {
-    int64_t rs, cs;
-    kg__strides(g->layout_cd, g->ldd, &rs, &cs);
-    if (g->batch_stride_d < kg__extent(g->m, g->n, rs, cs, 1, 0))
-      KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_stride_d %lld makes output batches overlap",
-               (long long)g->batch_stride_d);
+  memset(p, 0, sizeof *p);
+  p->op = KG_OP_GEMM; p->mode = g->mode;
+  p->m = g->m; p->n = g->n; p->k = g->k; p->batch_count = g->batch_count; p->slices = g->split_k_slices;
+  p->type_ab = g->type_ab; p->type_cd = g->type_cd;
+  p->layout_a = g->layout_a; p->layout_b = g->layout_b; p->layout_b1 = KG_LAYOUT_ANY; p->layout_cd = g->layout_cd;
+  kg__add(p, "a", g->a, g->layout_a, g->m, g->k, g->lda, g->batch_stride_a, g->type_ab, 0, 0);
+  kg__add(p, "b", g->b, g->layout_b, g->k, g->n, g->ldb, g->batch_stride_b, g->type_ab, 0, 0);
+  kg__add(p, "c", g->c, g->layout_cd, g->m, g->n, g->ldc, g->batch_stride_c, g->type_cd, 1, 0);
+  kg__add(p, "d", g->d, g->layout_cd, g->m, g->n, g->ldd, g->batch_stride_d, g->type_cd, 0, 1);
+  return KG_SUCCESS;
+}
+
+static kg_status kg__dualgemm_problem(const kg_dualgemm_args *g, kg__problem *p, kg__sink *sink) {
+  if (!g) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
+  if (!g->a || !g->b0 || !g->b1 || !g->d2) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b0, b1 and d2 must not be NULL");
+  if (g->op != KG_DUAL_SWIGLU && g->op != KG_DUAL_GEGLU && g->op != KG_DUAL_MUL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d (allowed: KG_DUAL_SWIGLU, KG_DUAL_GEGLU, KG_DUAL_MUL)", (int)g->op);
+  if (!!g->store_d0 != !!g->d0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "store_d0 is %d but d0 is %s", g->store_d0, g->d0 ? "set" : "NULL");
+  if (!!g->store_d1 != !!g->d1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "store_d1 is %d but d1 is %s", g->store_d1, g->d1 ? "set" : "NULL");
+  if (!g->c0 && g->beta0 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c0 is NULL but beta0 != 0");
+  if (!g->c1 && g->beta1 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c1 is NULL but beta1 != 0");
+  if (g->ldb1 == 0 && g->layout_b1 != KG_COL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldb1 = 0 (broadcast vector) needs column-major B1");
+  memset(p, 0, sizeof *p);
+  p->op = KG_OP_DUALGEMM; p->mode = g->mode;
+  p->m = g->m; p->n = g->n; p->k = g->k; p->batch_count = g->batch_count; p->slices = g->split_k_slices;
+  p->type_ab = g->type_ab; p->type_cd = g->type_cd;
+  p->layout_a = g->layout_a; p->layout_b = g->layout_b0; p->layout_b1 = g->layout_b1; p->layout_cd = g->layout_cd;
+  p->dual_op = g->op; p->store_d0 = !!g->store_d0; p->store_d1 = !!g->store_d1;
+  kg__add(p, "a", g->a, g->layout_a, g->m, g->k, g->lda, g->batch_stride_a, g->type_ab, 0, 0);
+  kg__add(p, "b0", g->b0, g->layout_b0, g->k, g->n, g->ldb0, g->batch_stride_b0, g->type_ab, 0, 0);
+  kg__add(p, "b1", g->b1, g->layout_b1, g->k, g->n, g->ldb1, g->batch_stride_b1, g->type_ab, 1, 0);
+  kg__add(p, "c0", g->c0, g->layout_cd, g->m, g->n, g->ldc0, g->batch_stride_c0, g->type_cd, 1, 0);
+  kg__add(p, "c1", g->c1, g->layout_cd, g->m, g->n, g->ldc1, g->batch_stride_c1, g->type_cd, 1, 0);
+  kg__add(p, "d0", g->d0, g->layout_cd, g->m, g->n, g->ldd0, g->batch_stride_d0, g->type_cd, 0, 1);
+  kg__add(p, "d1", g->d1, g->layout_cd, g->m, g->n, g->ldd1, g->batch_stride_d1, g->type_cd, 0, 1);
+  kg__add(p, "d2", g->d2, g->layout_cd, g->m, g->n, g->ldd2, g->batch_stride_d2, g->type_cd, 0, 1);
+  return KG_SUCCESS;
+}
+
+/* Builds the problem view of (op, args) and runs every check. */
+static kg_status kg__problem_of(kg_op op, const void *args, const kg_exec *exec, kg__problem *p, kg__sink *sink) {
+  kg_status st;
+  switch (op) {
+    case KG_OP_GEMM: st = kg__gemm_problem((const kg_gemm_args *)args, p, sink); break;
+    case KG_OP_DUALGEMM: st = kg__dualgemm_problem((const kg_dualgemm_args *)args, p, sink); break;
+    default: KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)op);
   }
-  return kg__check_exec(exec, sink);
+  return st != KG_SUCCESS ? st : kg__check_problem(p, exec, sink);
 }
 
 /* ---- variant predicates -------------------------------------------------- */
 
-static int kg__aligned(const void *p, int64_t bytes) { return ((uintptr_t)p % (uintptr_t)bytes) == 0; }
+static int kg__layout_fits(int want, int have) { return want == KG_LAYOUT_ANY || want == have; }
 
-/* Why variant v cannot run g (NULL when it can). *misaligned is set when the
-** only objection is alignment. */
-static const char *kg__gemm_rejects(const kg_variant *v, const kg_gemm_args *g, const kg_exec *exec,
-                                    int *misaligned) {
+static const char *kg__dual_op_string(int op) {
+  return op == KG_DUAL_SWIGLU ? "swiglu" : op == KG_DUAL_GEGLU ? "geglu" : op == KG_DUAL_MUL ? "mul" : "unknown";
+}
+
+/* Why variant v cannot run p (NULL when it can). *misaligned is set when the
+** objection is alignment (checked last, so it is then the only one). */
+static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const kg_exec *exec, int *misaligned) {
   static _Thread_local char why[160];
   *misaligned = 0;
   if (v->backend != exec->backend) {
     snprintf(why, sizeof why, "backend %s, wanted %s", kg_backend_string(v->backend), kg_backend_string(exec->backend));
     return why;
   }
-  if (v->type_ab != g->type_ab || v->type_cd != g->type_cd) {
+  if (v->type_ab != p->type_ab || v->type_cd != p->type_cd) {
     snprintf(why, sizeof why, "types %s->%s, wanted %s->%s", kg_dtype_string(v->type_ab), kg_dtype_string(v->type_cd),
-             kg_dtype_string(g->type_ab), kg_dtype_string(g->type_cd));
+             kg_dtype_string(p->type_ab), kg_dtype_string(p->type_cd));
     return why;
   }
-  if ((v->layout_a != KG_LAYOUT_ANY && v->layout_a != (int)g->layout_a) ||
-      (v->layout_b != KG_LAYOUT_ANY && v->layout_b != (int)g->layout_b) ||
-      (v->layout_cd != KG_LAYOUT_ANY && v->layout_cd != (int)g->layout_cd))
+  if (!kg__layout_fits(v->layout_a, p->layout_a) || !kg__layout_fits(v->layout_b, p->layout_b) ||
+      (p->op == KG_OP_DUALGEMM && !kg__layout_fits(v->layout_b1, p->layout_b1)) ||
+      !kg__layout_fits(v->layout_cd, p->layout_cd))
     return "layouts differ";
-  if (!(v->modes & KG_MODE_BIT(g->mode))) return "mode not supported";
-  if (v->backend != KG_BACKEND_C && (g->m + v->tile_m - 1) / v->tile_m > 65535)
+  if (p->op == KG_OP_DUALGEMM) {
+    if (v->dual_op != p->dual_op) {
+      snprintf(why, sizeof why, "op %s, wanted %s", kg__dual_op_string(v->dual_op), kg__dual_op_string(p->dual_op));
+      return why;
+    }
+    if (v->store_d0 != p->store_d0 || v->store_d1 != p->store_d1) {
+      snprintf(why, sizeof why, "stores d0=%d d1=%d, wanted d0=%d d1=%d", v->store_d0, v->store_d1, p->store_d0,
+               p->store_d1);
+      return why;
+    }
+  }
+  if (!(v->modes & KG_MODE_BIT(p->mode))) return "mode not supported";
+  if (v->backend != KG_BACKEND_C && (p->m + v->tile_m - 1) / v->tile_m > 65535)
     return "m needs more than 65535 tiles (grid y limit)";
   if (v->align > 1) {
-    int64_t ea = (int64_t)kg_dtype_size(g->type_ab) * v->align, ec = (int64_t)kg_dtype_size(g->type_cd) * v->align;
-    int ok = kg__aligned(g->a, ea) && kg__aligned(g->b, ea) && kg__aligned(g->d, ec) &&
-             (!g->c || kg__aligned(g->c, ec)) && g->lda % v->align == 0 && g->ldb % v->align == 0 &&
-             g->ldc % v->align == 0 && g->ldd % v->align == 0;
-    if (ok && g->mode == KG_MODE_BATCHED)
-      ok = g->batch_stride_a % v->align == 0 && g->batch_stride_b % v->align == 0 &&
-           g->batch_stride_c % v->align == 0 && g->batch_stride_d % v->align == 0;
-    if (!ok) {
-      *misaligned = 1;
-      snprintf(why, sizeof why, "needs pointers, lds and batch strides aligned to %d elements", v->align);
-      return why;
+    for (int i = 0; i < p->nops; i++) {
+      const kg__operand *o = &p->ops[i];
+      int64_t bytes = (int64_t)kg_dtype_size(o->dtype) * v->align;
+      if (!o->ptr) continue;
+      if ((uintptr_t)o->ptr % (uintptr_t)bytes != 0 || o->ld % v->align != 0 ||
+          (p->mode == KG_MODE_BATCHED && o->bs % v->align != 0)) {
+        *misaligned = 1;
+        snprintf(why, sizeof why, "operand %s: needs pointer, ld and batch stride aligned to %d elements",
+                 o->name, v->align);
+        return why;
+      }
     }
   }
   return NULL;
 }
 
-/* First-fit selection; says per candidate why it was taken or rejected. */
-static kg_status kg__gemm_select(const kg_gemm_args *g, const kg_exec *exec, const kg_variant **out,
-                                 kg__sink *sink) {
-  kg_status st = kg__gemm_check(g, exec, sink);
+/* Checks (op, args) and selects the first variant that accepts it, saying
+** per candidate why it was taken or rejected. */
+static kg_status kg__select(kg_op op, const void *args, const kg_exec *exec, const kg_variant **out,
+                            kg__sink *sink) {
+  kg__problem p;
+  kg_status st = kg__problem_of(op, args, exec, &p, sink);
   if (st != KG_SUCCESS) return st;
   int any_misaligned = 0, named = 0;
   const kg_variant *chosen = NULL;
   for (int i = 0; i < kg_variants_count; i++) {
     const kg_variant *v = &kg_variants[i];
-    if (v->op != KG_OP_GEMM) continue;
+    if (v->op != op) continue;
     if (exec->variant && strcmp(exec->variant, v->name) != 0) continue;
     named = 1;
     if (chosen) { kg__say(sink, "%s: not considered: %s chosen first\n", v->name, chosen->name); continue; }
     int mis;
-    const char *why = kg__gemm_rejects(v, g, exec, &mis);
+    const char *why = kg__rejects(v, &p, exec, &mis);
     if (why) {
       any_misaligned |= mis;
       kg__say(sink, "%s: rejected: %s\n", v->name, why);
@@ -275,51 +373,74 @@ static kg_status kg__gemm_select(const kg_gemm_args *g, const kg_exec *exec, con
   return KG_SUCCESS;
 }
 
+static size_t kg__workspace(const kg_variant *v, kg_op op, const void *args) {
+  return op == KG_OP_GEMM ? v->gemm_workspace((const kg_gemm_args *)args)
+                          : v->dualgemm_workspace((const kg_dualgemm_args *)args);
+}
+
+/* select + workspace check: what every entry point does before launching. */
+static kg_status kg__prepare(kg_op op, const void *args, const kg_exec *exec, const kg_variant **out,
+                             kg__sink *sink) {
+  kg_status st = kg__select(op, args, exec, out, sink);
+  if (st != KG_SUCCESS) return st;
+  size_t need = kg__workspace(*out, op, args);
+  if (need > 0 && (!exec->workspace || exec->workspace_size < need)) {
+    kg__say(sink, "workspace: %zu bytes needed, %zu given\n", need, exec->workspace ? exec->workspace_size : 0);
+    return KG_ERROR_WORKSPACE_TOO_SMALL;
+  }
+  return KG_SUCCESS;
+}
+
 /* ---- entry points -------------------------------------------------------- */
 
-kg_status kg_gemm_select(const kg_gemm_args *args, const kg_exec *exec, const char **name) {
+static kg_status kg__select_name(kg_op op, const void *args, const kg_exec *exec, const char **name) {
   const kg_variant *v = NULL;
   if (!name) return KG_ERROR_INVALID_ARGUMENT;
-  kg_status st = kg__gemm_select(args, exec, &v, NULL);
+  kg_status st = kg__select(op, args, exec, &v, NULL);
   *name = st == KG_SUCCESS ? v->name : NULL;
   return st;
 }
 
-kg_status kg_gemm_workspace_size(const kg_gemm_args *args, const kg_exec *exec, size_t *bytes) {
+static kg_status kg__workspace_size(kg_op op, const void *args, const kg_exec *exec, size_t *bytes) {
   const kg_variant *v = NULL;
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
   *bytes = 0;
-  kg_status st = kg__gemm_select(args, exec, &v, NULL);
-  if (st == KG_SUCCESS) *bytes = v->gemm_workspace(args);
+  kg_status st = kg__select(op, args, exec, &v, NULL);
+  if (st == KG_SUCCESS) *bytes = kg__workspace(v, op, args);
   return st;
+}
+
+kg_status kg_gemm_select(const kg_gemm_args *args, const kg_exec *exec, const char **name) {
+  return kg__select_name(KG_OP_GEMM, args, exec, name);
+}
+
+kg_status kg_gemm_workspace_size(const kg_gemm_args *args, const kg_exec *exec, size_t *bytes) {
+  return kg__workspace_size(KG_OP_GEMM, args, exec, bytes);
 }
 
 kg_status kg_gemm(const kg_gemm_args *args, const kg_exec *exec) {
   const kg_variant *v = NULL;
-  kg_status st = kg__gemm_select(args, exec, &v, NULL);
-  if (st != KG_SUCCESS) return st;
-  size_t need = v->gemm_workspace(args);
-  if (need > 0 && (!exec->workspace || exec->workspace_size < need)) return KG_ERROR_WORKSPACE_TOO_SMALL;
-  return v->gemm_launch(args, exec);
+  kg_status st = kg__prepare(KG_OP_GEMM, args, exec, &v, NULL);
+  return st != KG_SUCCESS ? st : v->gemm_launch(args, exec);
+}
+
+kg_status kg_dualgemm_select(const kg_dualgemm_args *args, const kg_exec *exec, const char **name) {
+  return kg__select_name(KG_OP_DUALGEMM, args, exec, name);
+}
+
+kg_status kg_dualgemm_workspace_size(const kg_dualgemm_args *args, const kg_exec *exec, size_t *bytes) {
+  return kg__workspace_size(KG_OP_DUALGEMM, args, exec, bytes);
+}
+
+kg_status kg_dualgemm(const kg_dualgemm_args *args, const kg_exec *exec) {
+  const kg_variant *v = NULL;
+  kg_status st = kg__prepare(KG_OP_DUALGEMM, args, exec, &v, NULL);
+  return st != KG_SUCCESS ? st : v->dualgemm_launch(args, exec);
 }
 
 kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec, char *buf, size_t cap) {
   kg__sink sink = { buf, cap, 0 };
-  if (buf && cap) buf[0] = '\0';
   const kg_variant *v = NULL;
-  switch (op) {
-    case KG_OP_GEMM: {
-      kg_status st = kg__gemm_select((const kg_gemm_args *)args, exec, &v, &sink);
-      if (st == KG_SUCCESS) {
-        size_t need = v->gemm_workspace((const kg_gemm_args *)args);
-        if (need > 0 && (!exec->workspace || exec->workspace_size < need)) {
-          kg__say(&sink, "workspace: %zu bytes needed, %zu given\n", need, exec->workspace_size);
-          return KG_ERROR_WORKSPACE_TOO_SMALL;
-        }
-      }
-      return st;
-    }
-  }
-  kg__say(&sink, "unknown op %d\n", (int)op);
-  return KG_ERROR_INVALID_ARGUMENT;
+  if (buf && cap) buf[0] = '\0';
+  return kg__prepare(op, args, exec, &v, &sink);
 }

@@ -27,6 +27,8 @@ extern "C" {
 
 typedef kg_status (*kg_gemm_launch_fn)(const kg_gemm_args *args, const kg_exec *exec);
 typedef size_t (*kg_gemm_workspace_fn)(const kg_gemm_args *args);
+typedef kg_status (*kg_dualgemm_launch_fn)(const kg_dualgemm_args *args, const kg_exec *exec);
+typedef size_t (*kg_dualgemm_workspace_fn)(const kg_dualgemm_args *args);
 
 /* One generated variant. The table lists them most specialized first and a
 ** generic fallback last for each (op, backend, types) key; dispatch takes
@@ -39,12 +41,17 @@ typedef struct kg_variant {
   const char *arch;       /* "host", "sm_90a", "gfx90a" */
   const char *kernel;     /* algorithm: "blocked", "simt", "tensorop" */
   kg_dtype type_ab, type_cd;
-  int layout_a, layout_b, layout_cd;  /* kg_layout or KG_LAYOUT_ANY */
+  int layout_a, layout_b, layout_cd;  /* kg_layout or KG_LAYOUT_ANY (layout_b: B0 for DualGemm) */
+  int layout_b1;          /* DualGemm: B1's layout or KG_LAYOUT_ANY */
+  int dual_op;            /* DualGemm: kg_dual_op */
+  int store_d0, store_d1; /* DualGemm: D0 / D1 written */
   unsigned modes;         /* KG_MODE_BIT set */
   int align;              /* elements: pointers, lds, batch strides must be multiples */
   int tile_m, tile_n, tile_k, stages;
   kg_gemm_launch_fn gemm_launch;
   kg_gemm_workspace_fn gemm_workspace;
+  kg_dualgemm_launch_fn dualgemm_launch;
+  kg_dualgemm_workspace_fn dualgemm_workspace;
 } kg_variant;
 
 extern const kg_variant kg_variants[];

@@ -1,0 +1,19 @@
+-- DualGemm variants shipped by default: D2 = op(alpha0*A.B0 + beta0*C0, alpha1*A.B1 + beta1*C1).
+-- The LLM FFN case is the first: gate (B0) and up (B1) projections fused,
+-- D2 = silu(A.B0) * (A.B1), D0 and D1 not stored.
+
+-- C backend: layouts at run time (broadcast B1 and batched included).
+dualgemm {
+  backend = "c",
+  dtype = { "f32", "f16", "bf16" },
+  op = { "swiglu", "geglu" },
+}
+
+-- C backend: the plain product with every combination of stored D0 / D1.
+dualgemm {
+  backend = "c",
+  dtype = { "f32", "f16", "bf16" },
+  op = "mul",
+  store_d0 = { false, true },
+  store_d1 = { false, true },
+}
