@@ -17,3 +17,28 @@ dualgemm {
   store_d0 = { false, true },
   store_d1 = { false, true },
 }
+
+-- GPU small-M path (m <= 16): gate/up weights stored [N, K] (column-major B0, B1).
+dualgemm {
+  backend = { "cuda", "hip" },
+  kernel = "skinny",
+  dtype = { "f16", "bf16" },
+  op = { "swiglu", "geglu" },
+  layout_a = "row", layout_b0 = "col", layout_b1 = "col",
+}
+
+-- GPU generic fallback: any dtype and layout; the plain product also with D0/D1 stored.
+dualgemm {
+  backend = { "cuda", "hip" },
+  kernel = "simt",
+  dtype = { "f32", "f16", "bf16" },
+  op = { "swiglu", "geglu" },
+}
+dualgemm {
+  backend = { "cuda", "hip" },
+  kernel = "simt",
+  dtype = { "f32", "bf16" },
+  op = "mul",
+  store_d0 = { false, true },
+  store_d1 = { false, true },
+}

@@ -31,3 +31,12 @@ gemm {
   kernel = "simt",
   dtype = { "f32", "f16", "bf16" },
 }
+
+-- GPU small-M path (m <= 16): memory-bound, reads each [N, K] weight byte once.
+gemm {
+  backend = { "cuda", "hip" },
+  kernel = "skinny",
+  dtype = { "f16", "bf16" },
+  layout_a = "row",
+  layout_b = "col",
+}

@@ -36,6 +36,9 @@ function F.legal(v)
   if G.fixes_layouts(v.kernel) and v.layout_b1 == "any" then
     return "this kernel fixes the layout of B1; allowed: layout_b1 = row, col", "layout_b1"
   end
+  if v.kernel == "skinny" and v.layout_b1 ~= "col" then
+    return "skinny reads column-major B1 ([N, K] weights or a broadcast vector); allowed: layout_b1 = col", "layout_b1"
+  end
   return nil
 end
 

@@ -6,10 +6,11 @@ local fmt = require("lib.fmt")
 
 local F = { name = "gemm" }
 
-local KERNELS = { c = { blocked = true }, cuda = { simt = true, tensorop = true }, hip = { simt = true, tensorop = true } }
+local KERNELS = { c = { blocked = true }, cuda = { simt = true, tensorop = true, skinny = true },
+                  hip = { simt = true, tensorop = true, skinny = true } }
 
-local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32" }
-local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2" }
+local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32", skinny = "16x8x8" }
+local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2", skinny = "4x1" }
 -- CUDA tensorop: 128x256x64 block tiles on 8 warps of 64x64, 4 stages of
 -- cp.async (192 KB of shared memory, one block per SM). HIP keeps the kernel
 -- defaults above (64 KB of LDS per workgroup on gfx90a).
@@ -26,7 +27,7 @@ local CUDA_SMEM = 232448
 
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
-  { name = "kernel", values = { "blocked", "simt", "tensorop" },
+  { name = "kernel", values = { "blocked", "simt", "tensorop", "skinny" },
     default = function(v) return v.backend == "c" and "blocked" or "simt" end },
   { name = "dtype", values = { "f32", "f16", "bf16" } },
   { name = "out_dtype", values = { "f32", "f16", "bf16" }, default = function(v) return v.dtype end },
@@ -43,7 +44,7 @@ F.axes = {
   { name = "stages", values = { 1, 2, 3, 4, 5 },
     default = function(v) return default_of(v, "stages", v.kernel == "tensorop" and 3 or 1) end },
   { name = "align", values = { 1, 2, 4, 8 },
-    default = function(v) return v.kernel == "tensorop" and 8 or 1 end },
+    default = function(v) return (v.kernel == "tensorop" or v.kernel == "skinny") and 8 or 1 end },
 }
 
 local function dims(s)
@@ -53,6 +54,7 @@ end
 F.dims = dims
 
 local SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
+local SKINNY_TILES = { ["16x8x8"] = true, ["16x16x8"] = true, ["16x32x8"] = true }
 local WARPS_VALUES = {}
 for _, axis in ipairs(F.axes) do if axis.name == "warps" then WARPS_VALUES = axis.values end end
 
@@ -79,7 +81,16 @@ function F.legal(v)
   end
   local tm, tn, tk = dims(v.tile)
   local wm, wn = dims(v.warps)
-  if v.kernel == "blocked" then
+  if v.kernel == "skinny" then
+    if v.dtype == "f32" then return "skinny needs f16 or bf16 inputs; allowed: dtype = f16, bf16", "dtype" end
+    if v.layout_a ~= "row" or v.layout_b ~= "col" then
+      return "skinny reads row-major A and column-major B ([N, K] weights); allowed: layout_a = row, layout_b = col", "layout_b"
+    end
+    if v.align * SIZE[v.dtype] ~= 16 then return "skinny loads 16-byte vectors; allowed: align = 8", "align" end
+    if v.stages ~= 1 then return "skinny kernels are single-stage; allowed: stages = 1", "stages" end
+    if not SKINNY_TILES[v.tile] then return "skinny tiles are ROWSxCOLUMNSx8; allowed: 16x8x8, 16x16x8, 16x32x8", "tile" end
+    if tn % (wm * wn) ~= 0 then return string.format("tile %s does not split into %s warps", v.tile, v.warps), "warps" end
+  elseif v.kernel == "blocked" then
     if v.warps ~= "1x1" then return "blocked kernels are single-threaded; allowed: warps = 1x1", "warps" end
     if v.stages ~= 1 then return "blocked kernels are single-stage; allowed: stages = 1", "stages" end
     if tk < 64 then return "blocked tiles need a K block of at least 64; allowed: 64x256x256, 96x256x256, 128x512x256", "tile" end
@@ -133,7 +144,7 @@ function F.legal(v)
 end
 
 -- Kernels whose A/B layouts are compile-time (no "any").
-function F.fixes_layouts(kernel) return kernel == "tensorop" end
+function F.fixes_layouts(kernel) return kernel == "tensorop" or kernel == "skinny" end
 
 local LETTER = { row = "r", col = "c", any = "x" }
 
@@ -162,7 +173,7 @@ end
 
 -- Dispatch order inside one key: higher rank first.
 function F.rank(v)
-  local r = ({ blocked = 0, simt = 100, tensorop = 200 })[v.kernel]
+  local r = ({ blocked = 0, simt = 100, tensorop = 200, skinny = 300 })[v.kernel]
   for _, l in ipairs({ v.layout_a, v.layout_b, v.layout_cd }) do if l ~= "any" then r = r + 10 end end
   return r + v.align
 end
@@ -185,7 +196,8 @@ function F.descriptor(v, d)
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.out_dtype],
     ".layout_a = " .. LAYOUT_ENUM[v.layout_a], ".layout_b = " .. LAYOUT_ENUM[v.layout_b],
     ".layout_cd = " .. LAYOUT_ENUM[v.layout_cd],
-    ".modes = KG_MODES_ALL", ".align = " .. fmt.int(v.align),
+    v.kernel == "skinny" and ".modes = KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED)" or ".modes = KG_MODES_ALL",
+    ".max_m = " .. fmt.int(v.kernel == "skinny" and tm or 0), ".align = " .. fmt.int(v.align),
     ".tile_m = " .. fmt.int(tm), ".tile_n = " .. fmt.int(tn), ".tile_k = " .. fmt.int(tk),
     ".stages = " .. fmt.int(v.stages),
     ".gemm_launch = " .. v.name, ".gemm_workspace = " .. v.name .. "_workspace",

@@ -321,6 +321,10 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
     }
   }
   if (!(v->modes & KG_MODE_BIT(p->mode))) return "mode not supported";
+  if (v->max_m > 0 && p->m > v->max_m) {
+    snprintf(why, sizeof why, "m %lld above the variant's limit %d", (long long)p->m, v->max_m);
+    return why;
+  }
   if (v->backend != KG_BACKEND_C && (p->m + v->tile_m - 1) / v->tile_m > 65535)
     return "m needs more than 65535 tiles (grid y limit)";
   if (v->align > 1) {

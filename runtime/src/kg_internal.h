@@ -47,6 +47,7 @@ typedef struct kg_variant {
   int store_d0, store_d1; /* DualGemm: D0 / D1 written */
   unsigned modes;         /* KG_MODE_BIT set */
   int align;              /* elements: pointers, lds, batch strides must be multiples */
+  int max_m;              /* largest m the variant takes; 0: no limit */
   int tile_m, tile_n, tile_k, stages;
   kg_gemm_launch_fn gemm_launch;
   kg_gemm_workspace_fn gemm_workspace;
