@@ -25,7 +25,6 @@ local explain_cmd = parser:command("explain", "Print a variant's axes, spec file
 explain_cmd:argument("name", "Canonical variant name.")
 
 -- options may come before or after the command; no command means gen
-parser:require_command(false)
 local args = parser:parse({ ... })
 
 local families, dialects = {}, {}

@@ -33,4 +33,82 @@ return {
   set_smem_limit = function(kernel, bytes)
     return string.format("cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %s)", kernel, bytes)
   end,
+  -- launch bounds: max threads per block, min resident blocks per SM
+  launch_bounds = function(threads, min_blocks)
+    return string.format("__launch_bounds__(%d, %d)", threads, min_blocks)
+  end,
+  -- dynamic shared memory: one 128-byte aligned byte array (declaration, no ';')
+  dyn_smem = function(name) return "extern __shared__ __align__(128) unsigned char " .. name .. "[]" end,
+  -- asynchronous 16-byte global -> shared copy that reads only `bytes` (0..16)
+  -- bytes and zero-fills the rest (cp.async.cg, L2 only); helpers in tc.preamble
+  async_copy16 = function(dst, src, bytes) return string.format("kg_cp_async16(%s, %s, %s)", dst, src, bytes) end,
+  async_commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory")',
+  -- wait until at most n committed copy groups are still in flight
+  async_wait = function(n) return string.format('asm volatile("cp.async.wait_group %d;\\n" ::: "memory")', n) end,
+  -- Warp-level tensor-core MMA: one atom is mma.sync m16n8k16 (row.col, f32
+  -- accumulate). Fragment loads go through ldmatrix (.trans when the tile is
+  -- stored MN-contiguous). Loader functions take logical coordinates: addr(r, c)
+  -- is the template's shared-memory pointer of A[r][c] (load_a) or B[r][c]
+  -- (load_b), kmajor tells whether K is the contiguous dimension in shared memory.
+  tc = {
+    m = 16, n = 8, k = 16,
+    b_group = 2,        -- n atoms one load_b fills (ldmatrix.x4 covers k16 x n16)
+    acc_pairs = true,   -- accumulator elements 2i, 2i+1 are adjacent columns of one row
+    preamble = function(dtype)
+      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
+      assert(ty, "tensor cores take f16 or bf16")
+      return table.concat({
+        "/* Tensor-core vocabulary: mma.sync m16n8k16 + ldmatrix + cp.async. */",
+        "typedef uint32_t kg_frag_a[4];   /* A m16 x k16: 8 halves per lane */",
+        "typedef uint32_t kg_frag_b[2];   /* B k16 x n8: 4 halves per lane */",
+        "typedef float kg_acc[4];         /* C m16 x n8: 4 floats per lane */",
+        "static __device__ __forceinline__ uint32_t kg_smem_u32(const void *p) {",
+        "  return (uint32_t)__cvta_generic_to_shared(p);",
+        "}",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {",
+        '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n"',
+        '               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));',
+        "}",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_ldsm_x4_t(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {",
+        '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n"',
+        '               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));',
+        "}",
+        "static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {",
+        '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.' .. ty .. "." .. ty .. '.f32 "',
+        '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
+        '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
+        '               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));',
+        "}",
+        "static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {",
+        '  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(kg_smem_u32(s)), "l"(g), "r"(bytes));',
+        "}",
+      }, "\n")
+    end,
+    -- A atom (m16 x k16) at logical (m0, k0) into fragment dst
+    load_a = function(dst, kmajor, addr, m0, k0)
+      if kmajor then
+        return string.format("kg_ldsm_x4(%s[0], %s[1], %s[2], %s[3], %s);", dst, dst, dst, dst,
+          addr(string.format("(%s) + (lane & 15)", m0), string.format("(%s) + ((lane >> 4) << 3)", k0)))
+      end
+      return string.format("kg_ldsm_x4_t(%s[0], %s[1], %s[2], %s[3], %s);", dst, dst, dst, dst,
+        addr(string.format("(%s) + (((lane >> 3) & 1) << 3)", m0),
+             string.format("(%s) + ((lane >> 4) << 3) + (lane & 7)", k0)))
+    end,
+    -- B atoms j .. j+b_group-1 (k16 x n16) at logical (k0, n0) into arr[j], arr[j+1]
+    load_b = function(arr, j, kmajor, addr, k0, n0)
+      local d0, d1 = string.format("%s[%s]", arr, j), string.format("%s[(%s) + 1]", arr, j)
+      local regs = string.format("%s[0], %s[1], %s[0], %s[1]", d0, d0, d1, d1)
+      if kmajor then
+        return string.format("kg_ldsm_x4(%s, %s);", regs,
+          addr(string.format("(%s) + (((lane >> 3) & 1) << 3)", k0), string.format("(%s) + ((lane >> 4) << 3) + (lane & 7)", n0)))
+      end
+      return string.format("kg_ldsm_x4_t(%s, %s);", regs,
+        addr(string.format("(%s) + (((lane >> 3) & 1) << 3) + (lane & 7)", k0), string.format("(%s) + ((lane >> 4) << 3)", n0)))
+    end,
+    -- (row, col) inside the m x n atom of accumulator element e (0..3) of this lane
+    acc_coord = function(e)
+      return string.format("(lane >> 2) + %d", math.floor(e / 2) * 8), string.format("((lane & 3) << 1) + %d", e % 2)
+    end,
+    acc_count = 4,
+  },
 }

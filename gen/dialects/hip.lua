@@ -30,4 +30,69 @@ return {
   set_smem_limit = function(kernel, bytes)
     return string.format("hipFuncSetAttribute((const void *)%s, hipFuncAttributeMaxDynamicSharedMemorySize, %s)", kernel, bytes)
   end,
+  -- launch bounds: HIP's second argument means something else; threads only
+  launch_bounds = function(threads, _) return string.format("__launch_bounds__(%d)", threads) end,
+  -- dynamic shared memory (LDS): one 128-byte aligned byte array (declaration, no ';')
+  dyn_smem = function(name) return "extern __shared__ __attribute__((aligned(128))) unsigned char " .. name .. "[]" end,
+  -- CDNA has no cp.async: a 16-byte copy through registers that reads only
+  -- `bytes` (0..16) bytes and zero-fills the rest; commit/wait are no-ops
+  -- (the barrier after the wait orders the LDS stores)
+  async_copy16 = function(dst, src, bytes) return string.format("kg_copy16(%s, %s, %s)", dst, src, bytes) end,
+  async_commit = "(void)0",
+  async_wait = function(_) return "(void)0" end,
+  -- Wave-level matrix core: one atom is MFMA 16x16x16 (f32 accumulate), wave64.
+  -- Register layouts (lane t): A[t%16][4(t/16)..+3], B[4(t/16)..+3][t%16],
+  -- D element i at [4(t/16)+i][t%16]. Loaders take logical coordinates and the
+  -- template's addr(r, c) pointer function, like the CUDA table.
+  tc = {
+    m = 16, n = 16, k = 16,
+    b_group = 1,
+    acc_pairs = false,
+    preamble = function(dtype)
+      local elem = ({ f16 = "_Float16", bf16 = "short" })[dtype]
+      local builtin = ({ f16 = "__builtin_amdgcn_mfma_f32_16x16x16f16",
+                         bf16 = "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k" })[dtype]
+      assert(elem, "matrix cores take f16 or bf16")
+      return table.concat({
+        "/* Matrix-core vocabulary: MFMA 16x16x16 on wave64, LDS fragments. */",
+        "typedef " .. elem .. " kg_elem;   /* 16-bit element as the MFMA builtin takes it */",
+        "typedef kg_elem kg_frag_a __attribute__((ext_vector_type(4)));",
+        "typedef kg_elem kg_frag_b __attribute__((ext_vector_type(4)));",
+        "typedef float kg_acc __attribute__((ext_vector_type(4)));",
+        "static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {",
+        "  c = " .. builtin .. "(a, b, c, 0, 0, 0);",
+        "}",
+        "static __device__ __forceinline__ void kg_copy16(void *s, const void *g, int bytes) {",
+        "  if (bytes == 16) { *(uint4 *)s = *(const uint4 *)g; return; }",
+        "  const unsigned short *gs = (const unsigned short *)g;",
+        "  unsigned short *ss = (unsigned short *)s;",
+        "#pragma unroll",
+        "  for (int i = 0; i < 8; i++) ss[i] = 2 * i < bytes ? gs[i] : (unsigned short)0;",
+        "}",
+      }, "\n")
+    end,
+    -- A atom (m16 x k16) at logical (m0, k0): 4 consecutive k of row m
+    load_a = function(dst, kmajor, addr, m0, k0)
+      local m, k = string.format("(%s) + (lane & 15)", m0), string.format("(%s) + ((lane >> 4) << 2)", k0)
+      if kmajor then return string.format("%s = *(const kg_frag_a *)(%s);", dst, addr(m, k)) end
+      local parts = {}
+      for j = 0, 3 do
+        parts[#parts + 1] = string.format("%s[%d] = *(const kg_elem *)(%s);", dst, j, addr(m, k .. " + " .. j))
+      end
+      return table.concat(parts, " ")
+    end,
+    -- B atom j (k16 x n16) at logical (k0, n0): 4 consecutive k of column n
+    load_b = function(arr, j, kmajor, addr, k0, n0)
+      local dst = string.format("%s[%s]", arr, j)
+      local k, n = string.format("(%s) + ((lane >> 4) << 2)", k0), string.format("(%s) + (lane & 15)", n0)
+      if kmajor then return string.format("%s = *(const kg_frag_b *)(%s);", dst, addr(k, n)) end
+      local parts = {}
+      for i = 0, 3 do
+        parts[#parts + 1] = string.format("%s[%d] = *(const kg_elem *)(%s);", dst, i, addr(k .. " + " .. i, n))
+      end
+      return table.concat(parts, " ")
+    end,
+    acc_coord = function(e) return string.format("((lane >> 4) << 2) + %d", e), "(lane & 15)" end,
+    acc_count = 4,
+  },
 }

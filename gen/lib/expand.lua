@@ -6,7 +6,9 @@
 --   axes      ordered list of { name, values = {...}, default = value|function(v) }
 --             (no default: the axis is required)
 --   legal(v)  nil when v is legal, else a message (and optionally the axis at fault)
---   name(v)   canonical name (file name, symbol and table identity)
+--   name_of(v)   canonical name (file name, symbol and table identity)
+--   describe(v)  optional short axis summary for "illegal combination" errors
+--                (default: every axis as axis=value)
 local fmt = require("lib.fmt")
 
 local M = {}
@@ -25,6 +27,16 @@ local function is_allowed(axis, value)
 end
 
 local function is_list(x) return type(x) == "table" end
+
+-- Default describe(v): "axis=value ..." over the family's axes, in order.
+local function describe(v, family)
+  local parts = {}
+  for _, axis in ipairs(family.axes) do
+    local x = v[axis.name]
+    parts[#parts + 1] = axis.name .. "=" .. (type(x) == "number" and fmt.int(x) or tostring(x))
+  end
+  return table.concat(parts, " ")
+end
 
 -- Expand one spec entry; appends variants to out and messages to errors.
 local function expand_entry(family, entry, out, errors)
@@ -95,7 +107,7 @@ local function expand_entry(family, entry, out, errors)
     end
     local why, at = family.legal(v)
     if why then
-      err(at, string.format("illegal combination (%s): %s", family.describe(v), why))
+      err(at, string.format("illegal combination (%s): %s", (family.describe or describe)(v, family), why))
     else
       v.family = family.name
       v.spec_file = entry.file

@@ -38,7 +38,7 @@ function M.load(path, families, errors)
     local x = _G[name]
     if type(x) == "table" then -- a copy: a spec must not patch the generator's string/table/math
       local copy = {}
-      for k, f in pairs(x) do copy[k] = f end
+      for k, fn in pairs(x) do copy[k] = fn end
       x = copy
     end
     env[name] = x

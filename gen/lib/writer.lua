@@ -1,9 +1,10 @@
 -- Output tree writer: all-or-nothing, unchanged files untouched, stale files removed.
 --
 -- Outputs are computed in memory first; the caller writes only when the whole
--- run had no error. Each changed file is written to NAME.tmp and renamed over
--- NAME, so a reader never sees a half-written file. Files in the managed
--- directories that are no longer produced are deleted.
+-- run had no error. Every changed file is first written to NAME.tmp; only when
+-- all of them were written are they renamed over their targets, so a full disk
+-- leaves the tree as it was. Files in the managed directories that are no
+-- longer produced are deleted.
 local fmt = require("lib.fmt")
 
 local M = {}
@@ -31,25 +32,33 @@ end
 -- outputs: map relative path -> content; managed: list of subdirectories whose
 -- unknown files are deleted. Returns written, unchanged, deleted counts, or nil, err.
 function M.write_tree(out_dir, outputs, managed)
-  local written, unchanged, deleted = 0, 0, 0
+  local unchanged, deleted = 0, 0
   os.execute('mkdir -p "' .. out_dir .. '"')
   for _, sub in ipairs(managed) do os.execute('mkdir -p "' .. out_dir .. "/" .. sub .. '"') end
+  -- phase 1: every changed file goes to NAME.tmp; any failure removes them all
+  local staged = {}
+  local function unstage()
+    for _, path in ipairs(staged) do os.remove(path .. ".tmp") end
+  end
   for _, rel in ipairs(fmt.sorted_keys(outputs)) do
     local path = out_dir .. "/" .. rel
     local content = outputs[rel]
     if read_file(path) == content then
       unchanged = unchanged + 1
     else
-      local tmp = path .. ".tmp"
-      local f, err = io.open(tmp, "wb")
-      if not f then return nil, err end
-      f:write(content)
-      f:close()
-      local ok, rerr = os.rename(tmp, path)
-      if not ok then return nil, rerr end
-      written = written + 1
+      local f, err = io.open(path .. ".tmp", "wb")
+      local ok = f and f:write(content)
+      if f then ok = f:close() and ok end
+      staged[#staged + 1] = path
+      if not ok then unstage(); return nil, err or ("cannot write " .. path .. ".tmp") end
     end
   end
+  -- phase 2: rename into place (no new data is written from here on)
+  for _, path in ipairs(staged) do
+    local ok, err = os.rename(path .. ".tmp", path)
+    if not ok then unstage(); return nil, err end
+  end
+  -- phase 3: files of variants that no longer exist
   for _, sub in ipairs(managed) do
     for _, name in ipairs(list_dir(out_dir .. "/" .. sub)) do
       local rel = sub .. "/" .. name
@@ -59,7 +68,7 @@ function M.write_tree(out_dir, outputs, managed)
       end
     end
   end
-  return written, unchanged, deleted
+  return #staged, unchanged, deleted
 end
 
 return M

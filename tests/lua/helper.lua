@@ -88,10 +88,15 @@ end
 
 -- Minimal templates (banner + name) so tests that are not about kernel bodies
 -- do not depend on templates/ (which other people edit).
+-- One stub per value of the gemm family's kernel axis.
 function H.stub_templates()
   local dir = H.tmpdir()
   H.sh("mkdir -p " .. shell_quote(dir .. "/gemm"))
-  for _, k in ipairs({ "blocked", "simt", "tensorop" }) do
+  local kernels
+  for _, axis in ipairs(require("families.gemm").axes) do
+    if axis.name == "kernel" then kernels = axis.values end
+  end
+  for _, k in ipairs(kernels) do
     H.write(dir .. "/gemm/" .. k .. ".kgt", "${banner}\n/* ${v.name}: ${v.kernel} ${TA} TM=${TM} */\n")
   end
   return dir

@@ -10,6 +10,7 @@ local VALID = table.concat({
   "  dtype = \"f16\",",
   "  layout_a = \"row\",",
   "  layout_b = { \"row\", \"col\" },",
+  "  tile = \"128x128x32\", warps = \"2x2\", stages = 3,",
   "}",
   "gemm { backend = { \"cuda\", \"hip\" }, kernel = \"simt\", dtype = \"f32\" }",
 }, "\n") .. "\n"
