@@ -111,4 +111,39 @@ return {
     end,
     acc_count = 4,
   },
+  -- Skinny (small-M) tensor-core vocabulary: one 16-row block of A times MMA
+  -- tiles of 8 columns, fragments taken straight from 16-byte global loads.
+  -- Within a 32-wide K chunk lane (g = lane/4, t = lane%4) loads k = 8t..8t+7
+  -- of A rows g and g+8 and of B column g; the k permutation that makes those
+  -- registers the m16n8k16 fragments of two MMAs is: mma s, fragment pair
+  -- (2t, 2t+8) <- physical (8t + 4s, 8t + 4s + 2).
+  skinny = {
+    cols = 8,
+    acc_count = 4,
+    a_rows = function(lane) return { "(" .. lane .. " >> 2)", "(" .. lane .. " >> 2) + 8" } end,
+    b_col = function(lane) return "(" .. lane .. " >> 2)" end,
+    k_off = function(lane) return "((" .. lane .. " & 3) << 3)" end,
+    acc_row = function(lane, e) return string.format("((%s >> 2) + ((%s >> 1) << 3))", lane, e) end,
+    acc_col = function(lane, e) return string.format("(((%s & 3) << 1) + (%s & 1))", lane, e) end,
+    preamble = function(dtype)
+      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
+      assert(ty, "tensor cores take f16 or bf16")
+      local function mma(x, y)
+        return table.concat({
+          '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.' .. ty .. "." .. ty .. '.f32 "',
+          '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
+          '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
+          string.format('               : "r"(a[0].%s), "r"(a[1].%s), "r"(a[0].%s), "r"(a[1].%s), "r"(b.%s), "r"(b.%s));', x, x, y, y, x, y),
+        }, "\n")
+      end
+      return table.concat({
+        "/* c += A(16 rows x 32 k) . B(32 k x 8 columns) in the skinny k permutation. */",
+        "static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 (&a)[2], const uint4 &b) {",
+        mma("x", "y"),
+        mma("z", "w"),
+        "}",
+      }, "\n")
+    end,
+    mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
+  },
 }

@@ -95,4 +95,37 @@ return {
     acc_coord = function(e) return string.format("((lane >> 4) << 2) + %d", e), "(lane & 15)" end,
     acc_count = 4,
   },
+  -- Skinny (small-M) matrix-core vocabulary: one 16-row block of A times MFMA
+  -- tiles of 16 columns from 16-byte global loads. In a 32-wide K chunk lane
+  -- (i = lane%16, q = lane/16) loads k = 8q..8q+7 of A row i and B column i;
+  -- MFMA s takes physical k 8q+4s..8q+4s+3 as its logical 4q..4q+3.
+  skinny = {
+    cols = 16,
+    acc_count = 4,
+    a_rows = function(lane) return { "(" .. lane .. " & 15)" } end,
+    b_col = function(lane) return "(" .. lane .. " & 15)" end,
+    k_off = function(lane) return "((" .. lane .. " >> 4) << 3)" end,
+    acc_row = function(lane, e) return string.format("(((%s >> 4) << 2) + %s)", lane, e) end,
+    acc_col = function(lane, e) return string.format("(%s & 15)", lane) end,
+    preamble = function(dtype)
+      local elem = ({ f16 = "_Float16", bf16 = "short" })[dtype]
+      local builtin = ({ f16 = "__builtin_amdgcn_mfma_f32_16x16x16f16",
+                         bf16 = "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k" })[dtype]
+      assert(elem, "matrix cores take f16 or bf16")
+      return table.concat({
+        "typedef " .. elem .. " kg_sk_elem __attribute__((ext_vector_type(4)));",
+        "typedef float kg_sk_acc __attribute__((ext_vector_type(4)));",
+        "/* c += A(16 rows x 32 k) . B(32 k x 16 columns) in the skinny k permutation. */",
+        "static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 (&a)[1], const uint4 &b) {",
+        "  kg_sk_acc acc = {c[0], c[1], c[2], c[3]};",
+        "  const kg_sk_elem *av = reinterpret_cast<const kg_sk_elem *>(&a[0]);",
+        "  const kg_sk_elem *bv = reinterpret_cast<const kg_sk_elem *>(&b);",
+        "  acc = " .. builtin .. "(av[0], bv[0], acc, 0, 0, 0);",
+        "  acc = " .. builtin .. "(av[1], bv[1], acc, 0, 0, 0);",
+        "  c[0] = acc[0]; c[1] = acc[1]; c[2] = acc[2]; c[3] = acc[3];",
+        "}",
+      }, "\n")
+    end,
+    mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
+  },
 }

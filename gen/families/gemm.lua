@@ -9,8 +9,8 @@ local F = { name = "gemm" }
 local KERNELS = { c = { blocked = true }, cuda = { simt = true, tensorop = true, skinny = true },
                   hip = { simt = true, tensorop = true, skinny = true } }
 
-local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32", skinny = "16x8x8" }
-local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2", skinny = "4x1" }
+local DEFAULT_TILE = { blocked = "64x256x256", simt = "64x64x8", tensorop = "128x128x32", skinny = "16x32x8" }
+local DEFAULT_WARPS = { blocked = "1x1", simt = "2x2", tensorop = "2x2", skinny = "2x4" }
 -- CUDA tensorop: 128x256x64 block tiles on 8 warps of 64x64, 4 stages of
 -- cp.async (192 KB of shared memory, one block per SM). HIP keeps the kernel
 -- defaults above (64 KB of LDS per workgroup on gfx90a).
@@ -37,6 +37,7 @@ F.axes = {
   { name = "tile", values = { "32x32x8", "64x64x8", "128x64x8", "64x128x8", "128x128x8",
                               "64x64x32", "128x64x32", "64x128x32", "128x128x32", "128x256x32", "256x128x32",
                               "64x64x64", "128x64x64", "64x128x64", "128x128x64", "128x256x64", "256x128x64",
+                              "16x16x8", "16x32x8", "16x64x8",
                               "64x256x256", "96x256x256", "128x512x256" },
     default = function(v) return default_of(v, "tile", DEFAULT_TILE[v.kernel]) end },
   { name = "warps", values = { "1x1", "1x2", "2x1", "2x2", "1x4", "4x1", "2x4", "4x2" },
@@ -54,7 +55,7 @@ end
 F.dims = dims
 
 local SIZE = { f32 = 4, f16 = 2, bf16 = 2 }
-local SKINNY_TILES = { ["16x8x8"] = true, ["16x16x8"] = true, ["16x32x8"] = true }
+local SKINNY_TILES = { ["16x16x8"] = true, ["16x32x8"] = true, ["16x64x8"] = true }
 local WARPS_VALUES = {}
 for _, axis in ipairs(F.axes) do if axis.name == "warps" then WARPS_VALUES = axis.values end end
 
@@ -88,8 +89,7 @@ function F.legal(v)
     end
     if v.align * SIZE[v.dtype] ~= 16 then return "skinny loads 16-byte vectors; allowed: align = 8", "align" end
     if v.stages ~= 1 then return "skinny kernels are single-stage; allowed: stages = 1", "stages" end
-    if not SKINNY_TILES[v.tile] then return "skinny tiles are ROWSxCOLUMNSx8; allowed: 16x8x8, 16x16x8, 16x32x8", "tile" end
-    if tn % (wm * wn) ~= 0 then return string.format("tile %s does not split into %s warps", v.tile, v.warps), "warps" end
+    if not SKINNY_TILES[v.tile] then return "skinny tiles are 16 rows x COLUMNS; allowed: 16x16x8, 16x32x8, 16x64x8", "tile" end
   elseif v.kernel == "blocked" then
     if v.warps ~= "1x1" then return "blocked kernels are single-threaded; allowed: warps = 1x1", "warps" end
     if v.stages ~= 1 then return "blocked kernels are single-stage; allowed: stages = 1", "stages" end

@@ -224,9 +224,9 @@ __global__ void __launch_bounds__(256, 1) kg_gemm_cuda_tensorop_f16_rrx_128x256x
   int rstage = 0;
   const __half *cA = sA, *cB = sB;
 #pragma unroll
-  for (int i = 0; i < 4; i++) kg_ldsm_x4(fa[0][i][0], fa[0][i][1], fa[0][i][2], fa[0][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((0) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((0) + ((lane >> 4) << 3)) & 7)))));
+  for (int i = 0; i < 4; i++) { kg_ldsm_x4(fa[0][i][0], fa[0][i][1], fa[0][i][2], fa[0][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((0) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((0) + ((lane >> 4) << 3)) & 7))))); }
 #pragma unroll
-  for (int j = 0; j < 8; j += 2) kg_ldsm_x4_t(fb[0][j][0], fb[0][j][1], fb[0][(j) + 1][0], fb[0][(j) + 1][1], (cB + (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7)))));
+  for (int j = 0; j < 8; j += 2) { kg_ldsm_x4_t(fb[0][j][0], fb[0][j][1], fb[0][(j) + 1][0], fb[0][(j) + 1][1], (cB + (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7))))); }
 
   for (int kt = 0; kt < ntiles; kt++) {
 #pragma unroll
@@ -242,9 +242,9 @@ __global__ void __launch_bounds__(256, 1) kg_gemm_cuda_tensorop_f16_rrx_128x256x
       const int kn = ((ks + 1) % 4) * 16;
       const int fnext = (ks + 1) & 1, fcur = ks & 1;
 #pragma unroll
-      for (int i = 0; i < 4; i++) kg_ldsm_x4(fa[fnext][i][0], fa[fnext][i][1], fa[fnext][i][2], fa[fnext][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((kn) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((kn) + ((lane >> 4) << 3)) & 7)))));
+      for (int i = 0; i < 4; i++) { kg_ldsm_x4(fa[fnext][i][0], fa[fnext][i][1], fa[fnext][i][2], fa[fnext][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((kn) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((kn) + ((lane >> 4) << 3)) & 7))))); }
 #pragma unroll
-      for (int j = 0; j < 8; j += 2) kg_ldsm_x4_t(fb[fnext][j][0], fb[fnext][j][1], fb[fnext][(j) + 1][0], fb[fnext][(j) + 1][1], (cB + (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7)))));
+      for (int j = 0; j < 8; j += 2) { kg_ldsm_x4_t(fb[fnext][j][0], fb[fnext][j][1], fb[fnext][(j) + 1][0], fb[fnext][(j) + 1][1], (cB + (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7))))); }
       if (ks == 0) {
         /* refill the stage consumed in the previous iteration */
         if (kload < ntiles) {

@@ -165,9 +165,9 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w
   int rstage = 0;
   const __half *cA = sA, *cB = sB;
 #pragma unroll
-  for (int i = 0; i < 4; i++) fa[0][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((0) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((0) + ((lane >> 4) << 2)) & 7)))));
+  for (int i = 0; i < 4; i++) { fa[0][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((0) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((0) + ((lane >> 4) << 2)) & 7))))); }
 #pragma unroll
-  for (int j = 0; j < 4; j += 1) fb[0][j] = *(const kg_frag_b *)((cB + (((wn0 + j * 16) + (lane & 15)) * 32 + ((((((0) + ((lane >> 4) << 2)) >> 3) ^ ((((wn0 + j * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((0) + ((lane >> 4) << 2)) & 7)))));
+  for (int j = 0; j < 4; j += 1) { fb[0][j] = *(const kg_frag_b *)((cB + (((wn0 + j * 16) + (lane & 15)) * 32 + ((((((0) + ((lane >> 4) << 2)) >> 3) ^ ((((wn0 + j * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((0) + ((lane >> 4) << 2)) & 7))))); }
 
   for (int kt = 0; kt < ntiles; kt++) {
 #pragma unroll
@@ -183,9 +183,9 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w
       const int kn = ((ks + 1) % 2) * 16;
       const int fnext = (ks + 1) & 1, fcur = ks & 1;
 #pragma unroll
-      for (int i = 0; i < 4; i++) fa[fnext][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((kn) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((kn) + ((lane >> 4) << 2)) & 7)))));
+      for (int i = 0; i < 4; i++) { fa[fnext][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((kn) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((kn) + ((lane >> 4) << 2)) & 7))))); }
 #pragma unroll
-      for (int j = 0; j < 4; j += 1) fb[fnext][j] = *(const kg_frag_b *)((cB + (((wn0 + j * 16) + (lane & 15)) * 32 + ((((((kn) + ((lane >> 4) << 2)) >> 3) ^ ((((wn0 + j * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((kn) + ((lane >> 4) << 2)) & 7)))));
+      for (int j = 0; j < 4; j += 1) { fb[fnext][j] = *(const kg_frag_b *)((cB + (((wn0 + j * 16) + (lane & 15)) * 32 + ((((((kn) + ((lane >> 4) << 2)) >> 3) ^ ((((wn0 + j * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((kn) + ((lane >> 4) << 2)) & 7))))); }
       if (ks == 0) {
         /* refill the stage consumed in the previous iteration */
         if (kload < ntiles) {

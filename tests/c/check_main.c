@@ -1,0 +1,20 @@
+/*
+** check_main.c -- runs every Check suite of the C runtime.
+**   make KG_CUDA=0 KG_HIP=0 build/check_kg && build/check_kg
+** Exit status 0 only when every test passed. CK_RUN_SUITE / CK_RUN_CASE
+** select a subset as usual with Check.
+*/
+#include <stdlib.h>
+
+#include "test_util.h"
+
+int main(void) {
+  SRunner *sr = srunner_create(validation_suite());
+  srunner_add_suite(sr, dispatch_suite());
+  srunner_add_suite(sr, gemm_suite());
+  srunner_add_suite(sr, dualgemm_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
