@@ -92,7 +92,7 @@ static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(const fl
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int64_t jc = 0; jc < n; jc += NC) {
           int nb = (int)(n - jc < NC ? n - jc : NC);
-          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * MC * NC);
+          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mb * NC);
           for (int64_t pc = kbeg; pc < kend; pc += KC) {
             int kb = (int)(kend - pc < KC ? kend - pc : KC);
             for (int i = 0; i < mb; i++)

@@ -2,11 +2,16 @@
 /* Tensor-core GEMM for f16/bf16 inputs with f32 accumulation: D = alpha*A.B + beta*C.
 ** The layouts of A and B are fixed at generation time; C/D use run-time strides.
 ** Block tile TM x TN x TK on WM x WN warps; STAGES-deep pipeline of
-** asynchronous 16-byte global->shared copies (zero-filled past M, N and K);
-** shared tiles are stored with their contiguous global dimension innermost and
-** 16-byte chunks XOR-swizzled by row, so fragment loads and copies are free of
-** bank conflicts. The warp-level matrix atom, its fragment loaders and the copy
-** primitive come from the dialect's vocabulary (d.tc, d.async_*). */
+** asynchronous 16-byte global->shared copies (zero-filled past M, N and K).
+** Shared tiles keep the contiguous global dimension innermost: K-major tiles
+** are rows of TK elements, MN-major tiles are blocks of 64 M/N elements x TK
+** rows; 16-byte chunks are XOR-swizzled by row (the 128B/64B swizzle patterns),
+** so fragment loads and copies are free of bank conflicts.
+** Two schedules, chosen from the dialect's vocabulary:
+**   warpgroup (d.wgmma, sm_90a): 4 warps issue asynchronous m64nTNk16 MMAs on
+**     the shared tiles through matrix descriptors; one barrier per K tile.
+**   warp (d.tc: mma.sync + ldmatrix on CUDA, MFMA on HIP): each warp loads
+**     register fragments of its WTM x WTN tile, double-buffered over k steps. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -81,7 +86,7 @@ static __device__ __forceinline__ uint32_t kg_smem_u32(const void *p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));
 }
-static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {
+[[maybe_unused]] static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -89,6 +94,26 @@ static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, con
 }
 static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(kg_smem_u32(s)), "l"(g), "r"(bytes));
+}
+/* Warpgroup MMA vocabulary: wgmma.mma_async m64n256k16, operands in shared memory. */
+static __device__ __forceinline__ uint64_t kg_wg_desc(const void *p, uint32_t lbo, uint32_t sbo, uint32_t swz) {
+  uint64_t a = (uint64_t)((kg_smem_u32(p) & 0x3ffffu) >> 4);
+  return a | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) | ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32) | ((uint64_t)swz << 62);
+}
+static __device__ __forceinline__ void kg_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void kg_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void kg_wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+/* generic-proxy shared-memory writes (cp.async) made visible to wgmma */
+static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+static __device__ __forceinline__ void kg_wgmma(float (&d)[32][4], uint64_t da, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+               "%128, %129, p, 1, 1, 0, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]), "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]), "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]), "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+               : "l"(da), "l"(db), "r"(1));
 }
 
 /* Two horizontally adjacent outputs (r, c), (r, c+1), c even: one paired store
@@ -112,11 +137,12 @@ static __device__ __forceinline__ void gemm_store_pair(const gemm_params &p, int
 
 __global__ void __launch_bounds__(256, 1) kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8_kernel(gemm_params p) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
-  __half *sA = (__half *)kg_smem;                 /* 4 stages of 128 x 64 (A, k innermost) */
+  /* swizzle patterns repeat every 1024 bytes: align the tiles to that */
+  unsigned char *kg_tiles = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
+  __half *sA = (__half *)kg_tiles;                /* 4 stages of 128 x 64 (A, k innermost) */
   __half *sB = sA + 32768;         /* 4 stages of 64 x 256 (B, n innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32, warp = tid / 32;
-  const int wm0 = (warp / 4) * 64, wn0 = (warp % 4) * 64;
   const long long m0 = (long long)blockIdx.y * 128, n0 = (long long)blockIdx.x * 256;
   const int z = (int)blockIdx.z;
   const int slice = p.slices > 1 ? z : 0;
@@ -140,192 +166,177 @@ __global__ void __launch_bounds__(256, 1) kg_gemm_cuda_tensorop_f16_rrx_128x256x
   int kload = 0;                       /* next K tile to copy */
   int kleft = (int)min(kend - kbeg, (long long)64);  /* valid K of that tile */
   int wstage = 0;                      /* stage it goes to */
-
-  kg_acc acc[4][8];
+  /* warpgroup schedule: warpgroup g owns rows g*64 .. +63 of the tile, all 256 columns */
+  const int wgm0 = (warp / 4) * 64, wl = warp % 4;
+  float acc[1][32][4];
 #pragma unroll
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 1; i++)
 #pragma unroll
-    for (int j = 0; j < 8; j++)
+    for (int j = 0; j < 32; j++)
 #pragma unroll
       for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+  const uint64_t da0 = kg_wg_desc(sA, 16, 1024, 1);
+  const uint64_t db0 = kg_wg_desc(sB, 8192, 1024, 1);
 
-  /* prologue: tiles 0 .. STAGES-2 in flight */
+  /* prologue: tiles 0 .. STAGES-3 in flight (a stage is refilled two tiles after its use) */
 #pragma unroll
-  for (int s = 0; s < 3; s++) {
+  for (int s = 0; s < 2; s++) {
     if (kload < ntiles) {
-  {
-    __half *sa = sA + wstage * 8192;
-    const int kb = min(max(kleft - ca * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (va >> 0) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 0) * 64 + (((((ca * 8) >> 3) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 1) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 32) * 64 + (((((ca * 8) >> 3) ^ ((ra + 32) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 32 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 2) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 64) * 64 + (((((ca * 8) >> 3) ^ ((ra + 64) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 3) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 96) * 64 + (((((ca * 8) >> 3) ^ ((ra + 96) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 96 * p.a_rs : ga0, bytes);
-    }
-    ga += 64;
-  }
-  {
-    __half *sb = sB + wstage * 16384;
-    {
-      const int bytes = rb + 0 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 0) * 256 + (((((cb * 8) >> 3) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 8 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 8) * 256 + (((((cb * 8) >> 3) ^ ((rb + 8) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 8 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 16 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 16) * 256 + (((((cb * 8) >> 3) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 24 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 24) * 256 + (((((cb * 8) >> 3) ^ ((rb + 24) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 24 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 32 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 32) * 256 + (((((cb * 8) >> 3) ^ ((rb + 32) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 32 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 40 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 40) * 256 + (((((cb * 8) >> 3) ^ ((rb + 40) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 40 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 48 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 48) * 256 + (((((cb * 8) >> 3) ^ ((rb + 48) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 48 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 56 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 56) * 256 + (((((cb * 8) >> 3) ^ ((rb + 56) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 56 * p.b_rs : gb0, bytes);
-    }
-    gb += 64 * p.b_rs;
-  }
+      {
+        __half *sa = sA + wstage * 8192;
+        const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+        {
+          const int bytes = (va >> 0) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 0) * 64 + (((((ca * 8) >> 3) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 1) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 32) * 64 + (((((ca * 8) >> 3) ^ ((ra + 32) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 32 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 2) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 64) * 64 + (((((ca * 8) >> 3) ^ ((ra + 64) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 3) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 96) * 64 + (((((ca * 8) >> 3) ^ ((ra + 96) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 96 * p.a_rs : ga0, bytes);
+        }
+        ga += 64;
+      }
+      {
+        __half *sb = sB + wstage * 16384;
+        {
+          const int bytes = rb + 0 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 8 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 8) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 8) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 8 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 16 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 24 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 24) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 24) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 24 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 32 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 32) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 32) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 32 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 40 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 40) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 40) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 40 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 48 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 48) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 48) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 48 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 56 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 56) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 56) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 56 * p.b_rs : gb0, bytes);
+        }
+        gb += 64 * p.b_rs;
+      }
     }
     kload++;
     kleft = (int)min(kend - kbeg - (long long)kload * 64, (long long)64);
     wstage = wstage + 1 == 4 ? 0 : wstage + 1;
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  asm volatile("cp.async.wait_group 2;\n" ::: "memory");
-  __syncthreads();
-
-  kg_frag_a fa[2][4];
-  kg_frag_b fb[2][8];
   int rstage = 0;
-  const __half *cA = sA, *cB = sB;
-#pragma unroll
-  for (int i = 0; i < 4; i++) { kg_ldsm_x4(fa[0][i][0], fa[0][i][1], fa[0][i][2], fa[0][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((0) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((0) + ((lane >> 4) << 3)) & 7))))); }
-#pragma unroll
-  for (int j = 0; j < 8; j += 2) { kg_ldsm_x4_t(fb[0][j][0], fb[0][j][1], fb[0][(j) + 1][0], fb[0][(j) + 1][1], (cB + (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((0) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7))))); }
-
   for (int kt = 0; kt < ntiles; kt++) {
+    /* tile kt has landed for every thread; warpgroup MMAs of tile kt-2 are done everywhere */
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+    kg_wg_smem_fence();
+    __syncthreads();
+    if (kload < ntiles) {
+      {
+        __half *sa = sA + wstage * 8192;
+        const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+        {
+          const int bytes = (va >> 0) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 0) * 64 + (((((ca * 8) >> 3) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 1) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 32) * 64 + (((((ca * 8) >> 3) ^ ((ra + 32) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 32 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 2) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 64) * 64 + (((((ca * 8) >> 3) ^ ((ra + 64) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 3) & 1 ? kb : 0;
+          kg_cp_async16(sa + ((ra + 96) * 64 + (((((ca * 8) >> 3) ^ ((ra + 96) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 96 * p.a_rs : ga0, bytes);
+        }
+        ga += 64;
+      }
+      {
+        __half *sb = sB + wstage * 16384;
+        {
+          const int bytes = rb + 0 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 8 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 8) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 8) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 8 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 16 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 24 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 24) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 24) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 24 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 32 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 32) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 32) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 32 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 40 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 40) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 40) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 40 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 48 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 48) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 48) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 48 * p.b_rs : gb0, bytes);
+        }
+        {
+          const int bytes = rb + 56 < kleft ? nbb : 0;
+          kg_cp_async16(sb + ((((cb * 8) >> 6) * 4096) + (rb + 56) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 56) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 56 * p.b_rs : gb0, bytes);
+        }
+        gb += 64 * p.b_rs;
+      }
+    }
+    kload++;
+    kleft = (int)min(kend - kbeg - (long long)kload * 64, (long long)64);
+    wstage = wstage + 1 == 4 ? 0 : wstage + 1;
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    kg_wg_fence();
+    const uint32_t oa = (uint32_t)rstage * 16384u, ob = (uint32_t)rstage * 32768u;
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {
-      if (ks == 3) {
-        /* the next tile has landed and every warp is done with the oldest stage */
-        asm volatile("cp.async.wait_group 2;\n" ::: "memory");
-        __syncthreads();
-        rstage = rstage + 1 == 4 ? 0 : rstage + 1;
-        cA = sA + rstage * 8192;
-        cB = sB + rstage * 16384;
+#pragma unroll
+      for (int i = 0; i < 1; i++) {
+        kg_wgmma(acc[i], da0 + (uint64_t)((oa + (wgm0 + i * 64) * 128 + ks * 32) >> 4), db0 + (uint64_t)((ob + ks * 2048) >> 4));
       }
-      const int kn = ((ks + 1) % 4) * 16;
-      const int fnext = (ks + 1) & 1, fcur = ks & 1;
-#pragma unroll
-      for (int i = 0; i < 4; i++) { kg_ldsm_x4(fa[fnext][i][0], fa[fnext][i][1], fa[fnext][i][2], fa[fnext][i][3], (cA + (((wm0 + i * 16) + (lane & 15)) * 64 + ((((((kn) + ((lane >> 4) << 3)) >> 3) ^ (((wm0 + i * 16) + (lane & 15)) & 7)) << 3) | (((kn) + ((lane >> 4) << 3)) & 7))))); }
-#pragma unroll
-      for (int j = 0; j < 8; j += 2) { kg_ldsm_x4_t(fb[fnext][j][0], fb[fnext][j][1], fb[fnext][(j) + 1][0], fb[fnext][(j) + 1][1], (cB + (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) * 256 + ((((((wn0 + j * 8) + ((lane >> 4) << 3)) >> 3) ^ (((kn) + (((lane >> 3) & 1) << 3) + (lane & 7)) & 7)) << 3) | (((wn0 + j * 8) + ((lane >> 4) << 3)) & 7))))); }
-      if (ks == 0) {
-        /* refill the stage consumed in the previous iteration */
-        if (kload < ntiles) {
-  {
-    __half *sa = sA + wstage * 8192;
-    const int kb = min(max(kleft - ca * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (va >> 0) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 0) * 64 + (((((ca * 8) >> 3) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
     }
-    {
-      const int bytes = (va >> 1) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 32) * 64 + (((((ca * 8) >> 3) ^ ((ra + 32) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 32 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 2) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 64) * 64 + (((((ca * 8) >> 3) ^ ((ra + 64) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 3) & 1 ? kb : 0;
-      kg_cp_async16(sa + ((ra + 96) * 64 + (((((ca * 8) >> 3) ^ ((ra + 96) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 96 * p.a_rs : ga0, bytes);
-    }
-    ga += 64;
+    kg_wg_commit();
+    kg_wg_wait<1>();
+    rstage = rstage + 1 == 4 ? 0 : rstage + 1;
   }
-  {
-    __half *sb = sB + wstage * 16384;
-    {
-      const int bytes = rb + 0 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 0) * 256 + (((((cb * 8) >> 3) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 8 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 8) * 256 + (((((cb * 8) >> 3) ^ ((rb + 8) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 8 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 16 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 16) * 256 + (((((cb * 8) >> 3) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 24 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 24) * 256 + (((((cb * 8) >> 3) ^ ((rb + 24) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 24 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 32 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 32) * 256 + (((((cb * 8) >> 3) ^ ((rb + 32) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 32 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 40 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 40) * 256 + (((((cb * 8) >> 3) ^ ((rb + 40) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 40 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 48 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 48) * 256 + (((((cb * 8) >> 3) ^ ((rb + 48) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 48 * p.b_rs : gb0, bytes);
-    }
-    {
-      const int bytes = rb + 56 < kleft ? nbb : 0;
-      kg_cp_async16(sb + ((rb + 56) * 256 + (((((cb * 8) >> 3) ^ ((rb + 56) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 56 * p.b_rs : gb0, bytes);
-    }
-    gb += 64 * p.b_rs;
-  }
-        }
-        kload++;
-        kleft = (int)min(kend - kbeg - (long long)kload * 64, (long long)64);
-        wstage = wstage + 1 == 4 ? 0 : wstage + 1;
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-      }
-#pragma unroll
-      for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) kg_mma(acc[i][j], fa[fcur][i], fb[fcur][j]);
-    }
-  }
+  kg_wg_wait<0>();
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 
   const int tile = (int)(blockIdx.y * gridDim.x + blockIdx.x);
   gemm_tile_acquire(p, tile, slice);
 #pragma unroll
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 1; i++)
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-      const long long r0 = m0 + wm0 + i * 16, c0 = n0 + wn0 + j * 8;
+    for (int j = 0; j < 32; j++) {
+      const long long r0 = m0 + wgm0 + i * 64 + wl * 16, c0 = n0 + j * 8;
       gemm_store_pair(p, z, r0 + (lane >> 2) + 0, c0 + ((lane & 3) << 1) + 0, acc[i][j][0], acc[i][j][1]);
       gemm_store_pair(p, z, r0 + (lane >> 2) + 8, c0 + ((lane & 3) << 1) + 0, acc[i][j][2], acc[i][j][3]);
     }
@@ -375,10 +386,10 @@ extern "C" kg_status kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8(const k
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(256);
   {
-    cudaError_t e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 196608);
+    cudaError_t e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 197632);
     if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
-  kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8_kernel<<<grid, block, 196608, stream>>>(p);
+  kg_gemm_cuda_tensorop_f16_rrx_128x256x64_w2x4_s4_a8_kernel<<<grid, block, 197632, stream>>>(p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;

@@ -2,11 +2,16 @@
 /* Tensor-core GEMM for f16/bf16 inputs with f32 accumulation: D = alpha*A.B + beta*C.
 ** The layouts of A and B are fixed at generation time; C/D use run-time strides.
 ** Block tile TM x TN x TK on WM x WN warps; STAGES-deep pipeline of
-** asynchronous 16-byte global->shared copies (zero-filled past M, N and K);
-** shared tiles are stored with their contiguous global dimension innermost and
-** 16-byte chunks XOR-swizzled by row, so fragment loads and copies are free of
-** bank conflicts. The warp-level matrix atom, its fragment loaders and the copy
-** primitive come from the dialect's vocabulary (d.tc, d.async_*). */
+** asynchronous 16-byte global->shared copies (zero-filled past M, N and K).
+** Shared tiles keep the contiguous global dimension innermost: K-major tiles
+** are rows of TK elements, MN-major tiles are blocks of 64 M/N elements x TK
+** rows; 16-byte chunks are XOR-swizzled by row (the 128B/64B swizzle patterns),
+** so fragment loads and copies are free of bank conflicts.
+** Two schedules, chosen from the dialect's vocabulary:
+**   warpgroup (d.wgmma, sm_90a): 4 warps issue asynchronous m64nTNk16 MMAs on
+**     the shared tiles through matrix descriptors; one barrier per K tile.
+**   warp (d.tc: mma.sync + ldmatrix on CUDA, MFMA on HIP): each warp loads
+**     register fragments of its WTM x WTN tile, double-buffered over k steps. */
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_bfloat16.h>
@@ -84,11 +89,11 @@ static __device__ __forceinline__ void kg_copy16(void *s, const void *g, int byt
 
 __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w2x2_s3_a8_kernel(gemm_params p) {
   extern __shared__ __attribute__((aligned(128))) unsigned char kg_smem[];
-  __half *sA = (__half *)kg_smem;                 /* 3 stages of 128 x 32 (A, k innermost) */
+  unsigned char *kg_tiles = kg_smem;
+  __half *sA = (__half *)kg_tiles;                /* 3 stages of 128 x 32 (A, k innermost) */
   __half *sB = sA + 12288;         /* 3 stages of 128 x 32 (B, k innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 64, warp = tid / 64;
-  const int wm0 = (warp / 2) * 64, wn0 = (warp % 2) * 64;
   const long long m0 = (long long)blockIdx.y * 128, n0 = (long long)blockIdx.x * 128;
   const int z = (int)blockIdx.z;
   const int slice = p.slices > 1 ? z : 0;
@@ -112,7 +117,8 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w
   int kload = 0;                       /* next K tile to copy */
   int kleft = (int)min(kend - kbeg, (long long)32);  /* valid K of that tile */
   int wstage = 0;                      /* stage it goes to */
-
+  /* warp schedule: warp (wm, wn) owns the 64 x 64 block at (wm0, wn0) */
+  const int wm0 = (warp / 2) * 64, wn0 = (warp % 2) * 64;
   kg_acc acc[4][4];
 #pragma unroll
   for (int i = 0; i < 4; i++)
@@ -125,32 +131,32 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w
 #pragma unroll
   for (int s = 0; s < 2; s++) {
     if (kload < ntiles) {
-  {
-    __half *sa = sA + wstage * 4096;
-    const int kb = min(max(kleft - ca * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (va >> 0) & 1 ? kb : 0;
-      kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 1) & 1 ? kb : 0;
-      kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
-    }
-    ga += 32;
-  }
-  {
-    __half *sb = sB + wstage * 4096;
-    const int kb = min(max(kleft - cb * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (vb >> 0) & 1 ? kb : 0;
-      kg_copy16(sb + ((rb + 0) * 32 + (((((cb * 8) >> 3) ^ (((rb + 0) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_cs : gb0, bytes);
-    }
-    {
-      const int bytes = (vb >> 1) & 1 ? kb : 0;
-      kg_copy16(sb + ((rb + 64) * 32 + (((((cb * 8) >> 3) ^ (((rb + 64) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 64 * p.b_cs : gb0, bytes);
-    }
-    gb += 32;
-  }
+      {
+        __half *sa = sA + wstage * 4096;
+        const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+        {
+          const int bytes = (va >> 0) & 1 ? kb : 0;
+          kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+        }
+        {
+          const int bytes = (va >> 1) & 1 ? kb : 0;
+          kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+        }
+        ga += 32;
+      }
+      {
+        __half *sb = sB + wstage * 4096;
+        const int kb = min(max(kleft - cb * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+        {
+          const int bytes = (vb >> 0) & 1 ? kb : 0;
+          kg_copy16(sb + ((rb + 0) * 32 + (((((cb * 8) >> 3) ^ (((rb + 0) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_cs : gb0, bytes);
+        }
+        {
+          const int bytes = (vb >> 1) & 1 ? kb : 0;
+          kg_copy16(sb + ((rb + 64) * 32 + (((((cb * 8) >> 3) ^ (((rb + 64) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 64 * p.b_cs : gb0, bytes);
+        }
+        gb += 32;
+      }
     }
     kload++;
     kleft = (int)min(kend - kbeg - (long long)kload * 32, (long long)32);
@@ -189,32 +195,32 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rcx_128x128x32_w
       if (ks == 0) {
         /* refill the stage consumed in the previous iteration */
         if (kload < ntiles) {
-  {
-    __half *sa = sA + wstage * 4096;
-    const int kb = min(max(kleft - ca * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (va >> 0) & 1 ? kb : 0;
-      kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
-    }
-    {
-      const int bytes = (va >> 1) & 1 ? kb : 0;
-      kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
-    }
-    ga += 32;
-  }
-  {
-    __half *sb = sB + wstage * 4096;
-    const int kb = min(max(kleft - cb * 8, 0), 8) * 2;   /* bytes of this chunk column inside K */
-    {
-      const int bytes = (vb >> 0) & 1 ? kb : 0;
-      kg_copy16(sb + ((rb + 0) * 32 + (((((cb * 8) >> 3) ^ (((rb + 0) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_cs : gb0, bytes);
-    }
-    {
-      const int bytes = (vb >> 1) & 1 ? kb : 0;
-      kg_copy16(sb + ((rb + 64) * 32 + (((((cb * 8) >> 3) ^ (((rb + 64) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 64 * p.b_cs : gb0, bytes);
-    }
-    gb += 32;
-  }
+          {
+            __half *sa = sA + wstage * 4096;
+            const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+            {
+              const int bytes = (va >> 0) & 1 ? kb : 0;
+              kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+            }
+            {
+              const int bytes = (va >> 1) & 1 ? kb : 0;
+              kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+            }
+            ga += 32;
+          }
+          {
+            __half *sb = sB + wstage * 4096;
+            const int kb = min(max(kleft - cb * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
+            {
+              const int bytes = (vb >> 0) & 1 ? kb : 0;
+              kg_copy16(sb + ((rb + 0) * 32 + (((((cb * 8) >> 3) ^ (((rb + 0) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_cs : gb0, bytes);
+            }
+            {
+              const int bytes = (vb >> 1) & 1 ? kb : 0;
+              kg_copy16(sb + ((rb + 64) * 32 + (((((cb * 8) >> 3) ^ (((rb + 64) >> 1) & 3)) << 3) | ((cb * 8) & 7))), bytes ? gb + 64 * p.b_cs : gb0, bytes);
+            }
+            gb += 32;
+          }
         }
         kload++;
         kleft = (int)min(kend - kbeg - (long long)kload * 32, (long long)32);

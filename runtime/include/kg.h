@@ -58,7 +58,8 @@ typedef enum kg_layout { KG_ROW = 0, KG_COL } kg_layout;
 typedef struct kg_exec {
   kg_backend backend;
   void *stream;           /* cudaStream_t / hipStream_t; NULL is the default stream */
-  void *workspace;        /* backend memory, at least the size query's bytes */
+  void *workspace;        /* backend memory, at least the size query's bytes,
+                             16-byte aligned (malloc/cudaMalloc/hipMalloc are) */
   size_t workspace_size;
   const char *variant;    /* NULL: dispatch chooses */
 } kg_exec;

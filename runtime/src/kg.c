@@ -392,6 +392,10 @@ static kg_status kg__prepare(kg_op op, const void *args, const kg_exec *exec, co
     kg__say(sink, "workspace: %zu bytes needed, %zu given\n", need, exec->workspace ? exec->workspace_size : 0);
     return KG_ERROR_WORKSPACE_TOO_SMALL;
   }
+  if (need > 0 && (uintptr_t)exec->workspace % 16 != 0) {
+    kg__say(sink, "workspace: must be 16-byte aligned\n");
+    return KG_ERROR_MISALIGNED_OPERAND;
+  }
   return KG_SUCCESS;
 }
 

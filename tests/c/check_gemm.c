@@ -297,16 +297,19 @@ static int run_one(const gcase *tc, const char *variant, int align, kg_dtype t, 
         double ref = (double)tc->alpha * acc[i * n + j] + (tc->beta != 0.0f ? (double)tc->beta * cv : 0.0);
         double got = tu_get(D.p, t, di);
         double err, tol;
-        if (tc->ints) {
+        int ok;
+        if (tc->ints) {  /* exact: the one correctly rounded answer (inf == inf passes, NaN never) */
           ref = tu_round(t, ref);
           err = fabs(got - ref);
           tol = 0.0;
+          ok = got == ref;
         } else {
           err = fabs(got - ref);
           tol = 2.0 * (fabs((double)tc->alpha) * sabs[i * n + j] * (double)(k + 2) * u32 +
                        fabs((double)tc->beta * cv) * 2.0 * u32 + fabs(ref) * ut) + floor_abs;
+          ok = err <= tol;
         }
-        if (!(err <= tol)) {
+        if (!ok) {
           if (bad++ == 0)
             snprintf(first, sizeof first, "batch %lld D(%lld,%lld) = %.9g, expected %.9g (err %.3g, tol %.3g)",
                      (long long)z, (long long)i, (long long)j, got, ref, err, tol);
@@ -416,6 +419,33 @@ START_TEST(test_gemm_in_place) {
     free(c0); free(acc);
     tu_free(a); tu_free(b); tu_free(cd);
   }
+}
+END_TEST
+
+/* f16 output beyond 65504 rounds to infinity (65519 stays finite). */
+START_TEST(test_gemm_f16_overflow) {
+  /* 4x1 . 1x1: D = a * 400 */
+  const float av[4] = { 200.0f, -200.0f, 255.0f, 1.0f };
+  uint16_t a[4], b = kg_f32_to_f16_bits(400.0f), d[4];
+  for (int i = 0; i < 4; i++) a[i] = kg_f32_to_f16_bits(av[i]);
+  kg_gemm_args g = tu_args(4, 1, 1, a, &b, NULL, d);
+  g.type_ab = g.type_cd = KG_F16;
+  tu_poison(d, KG_F16, 4);
+  kg_exec e = tu_exec_c();
+  ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
+  ck_assert_msg(d[0] == 0x7c00, "200 * 400 = 80000 in f16: 0x%04x, expected +inf 0x7c00", d[0]);
+  ck_assert_msg(d[1] == 0xfc00, "-200 * 400 in f16: 0x%04x, expected -inf 0xfc00", d[1]);
+  ck_assert_msg(d[2] == 0x7c00, "255 * 400 in f16: 0x%04x, expected +inf", d[2]);
+  ck_assert_msg(d[3] == kg_f32_to_f16_bits(400.0f), "1 * 400 in f16: 0x%04x", d[3]);
+  /* 65519 rounds down to 65504, not to infinity */
+  uint16_t one = kg_f32_to_f16_bits(1.0f), big = kg_f32_to_f16_bits(65504.0f), c15 = kg_f32_to_f16_bits(15.0f), out = 0;
+  kg_gemm_args h = tu_args(1, 1, 1, &one, &big, &c15, &out);
+  h.type_ab = h.type_cd = KG_F16;
+  ck_assert_int_eq(kg_gemm(&h, &e), KG_SUCCESS);
+  ck_assert_msg(out == 0x7bff, "65504 + 15 in f16: 0x%04x, expected 0x7bff (65504)", out);
+  c15 = kg_f32_to_f16_bits(16.0f);  /* 65520: the tie rounds to even, i.e. to infinity */
+  ck_assert_int_eq(kg_gemm(&h, &e), KG_SUCCESS);
+  ck_assert_msg(out == 0x7c00, "65504 + 16 in f16: 0x%04x, expected +inf", out);
 }
 END_TEST
 
@@ -568,6 +598,7 @@ Suite *gemm_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_gemm_case, 0, NCASES);
   tcase_add_test(tc, test_gemm_in_place);
+  tcase_add_test(tc, test_gemm_f16_overflow);
   suite_add_tcase(s, tc);
   TCase *cv = tcase_create("conversions");
   tcase_add_test(cv, test_f16_conversion);
