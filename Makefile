@@ -42,7 +42,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/bench_gemm
+.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/bench_gemm build/bench_dualgemm
 all: lib
 
 deps:
@@ -97,20 +97,31 @@ build/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
 build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+build/test_gpu_dual: tests/gpu/test_gpu_dual.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
+# The peers' own elementwise kernels (e.g. silu*mul after two cuBLAS GEMMs).
+$(B)/bench/peer_kernels.o: bench/peer_kernels.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
 # ---- tests ----------------------------------------------------------------
 test:
 	@./tests/run_all.sh
 
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu
-	build/test_gpu
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual
+	@./tests/gpu/run.sh
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm
-	build/bench_gemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm
+	build/bench_gemm && build/bench_dualgemm
 
 clean:
 	rm -rf build

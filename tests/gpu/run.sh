@@ -1,0 +1,17 @@
+#!/bin/sh
+# make test-gpu: every GPU test program, then one total line.
+cd "$(dirname "$0")/../.." || exit 1
+total_p=0; total_f=0; rc=0
+for t in build/test_gpu build/test_gpu_dual; do
+  echo "== $t"
+  "$t" > build/.gpu_test.log 2>&1
+  st=$?
+  cat build/.gpu_test.log
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' build/.gpu_test.log | tail -n 1)
+  p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/'); f=$(echo "$line" | sed -E 's/.*passed, ([0-9]+) failed.*/\1/')
+  [ -n "$line" ] || { p=0; f=1; echo "$t: no summary line"; }
+  [ "$st" -eq 0 ] || rc=1
+  total_p=$((total_p + p)); total_f=$((total_f + f))
+done
+echo "make test-gpu: $total_p passed, $total_f failed"
+[ "$rc" -eq 0 ] && [ "$total_f" -eq 0 ]
