@@ -25,7 +25,6 @@ dualgemm {
   dtype = { "f16", "bf16" },
   op = { "swiglu", "geglu" },
   layout_a = "row", layout_b0 = "col", layout_b1 = "col",
-  tile = "16x16x8",
 }
 
 -- GPU generic fallback: any dtype and layout; the plain product also with D0/D1 stored.
