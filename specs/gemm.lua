@@ -15,13 +15,15 @@ gemm {
   align = 4,
 }
 
--- GPU tensor cores (f16/bf16, 16-byte aligned operands): the layouts people
--- store weights in. Row-major A with B row-major (NN) or column-major (NT, i.e. [N, K] weights).
+-- GPU tensor cores (f16/bf16, 16-byte aligned operands), every layout of A and
+-- B: row-major A with B row-major (NN) or column-major (NT, i.e. [N, K]
+-- weights), and column-major A (transposed activations, e.g. weight gradients).
+-- CUDA defaults: 128x256x64 tiles, 8 warps (two warpgroups), 4 stages.
 gemm {
   backend = { "cuda", "hip" },
   kernel = "tensorop",
   dtype = { "f16", "bf16" },
-  layout_a = "row",
+  layout_a = { "row", "col" },
   layout_b = { "row", "col" },
 }
 

@@ -1,5 +1,7 @@
 -- CUDA dialect (target sm_90a). Kernel templates use these words instead of
 -- writing CUDA spellings themselves.
+local fmt = require("lib.fmt")  -- integers in emitted code: same text under LuaJIT and Lua 5.4
+
 return {
   name = "cuda",
   dir = "cuda",
@@ -12,6 +14,8 @@ return {
   error_t = "cudaError_t",
   success = "cudaSuccess",
   warp_size = 32,
+  smem_per_sm = 233472,            -- shared memory of one SM (bytes), 1 KB of it reserved per block
+  smem_reserved = 1024,
   includes = { "<cuda_runtime.h>", "<cuda_fp16.h>", "<cuda_bf16.h>", "<stdint.h>", '"kg_internal.h"' },
   extern_c = 'extern "C"',
   static_fn = "static",
@@ -73,13 +77,13 @@ return {
         '  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n"',
         '               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));',
         "}",
-        "static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {",
         '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.' .. ty .. "." .. ty .. '.f32 "',
         '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
         '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
         '               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));',
         "}",
-        "static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {",
         '  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(kg_smem_u32(s)), "l"(g), "r"(bytes));',
         "}",
       }, "\n")
@@ -110,6 +114,121 @@ return {
       return string.format("(lane >> 2) + %d", math.floor(e / 2) * 8), string.format("((lane & 3) << 1) + %d", e % 2)
     end,
     acc_count = 4,
+  },
+  -- Warpgroup MMA (sm_90a wgmma.mma_async): 4 consecutive warps compute an
+  -- m64 x N block (N = 8..256) from two shared-memory matrix descriptors, K =
+  -- 16 per instruction. Templates use it instead of `tc` when the tile splits
+  -- into warpgroups; the accumulator of one m64 block is N/8 groups of 4 floats
+  -- per thread laid out like tc's m16n8 atoms, warp w of the group owning rows
+  -- 16w .. 16w+15. Shared tiles must use the canonical swizzled layouts:
+  -- K-major rows of 128 B (64 elements, 128B swizzle) or 64 B (32 elements, 64B
+  -- swizzle); MN-major blocks of 64 MN elements x K rows, 128B swizzle.
+  wgmma = {
+    m = 64, k = 16,
+    preamble = function(dtype, n, tnsp_a, tnsp_b)
+      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
+      assert(ty, "wgmma takes f16 or bf16 here")
+      local h, n8 = math.floor(n / 2), math.floor(n / 8)
+      local regs, outs = {}, {}
+      for i = 0, h - 1 do
+        regs[#regs + 1] = "%" .. i
+        outs[#outs + 1] = string.format('"+f"(d[%d][%d])', math.floor(i / 4), i % 4)
+      end
+      local lines = {
+        "/* Warpgroup MMA vocabulary: wgmma.mma_async m64n" .. fmt.int(n) .. "k16, operands in shared memory. */",
+        "static __device__ __forceinline__ uint64_t kg_wg_desc(const void *p, uint32_t lbo, uint32_t sbo, uint32_t swz) {",
+        "  uint64_t a = (uint64_t)((kg_smem_u32(p) & 0x3ffffu) >> 4);",
+        "  return a | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) | ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32) | ((uint64_t)swz << 62);",
+        "}",
+        "static __device__ __forceinline__ void kg_wg_fence() { asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\"); }",
+        "static __device__ __forceinline__ void kg_wg_commit() { asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\"); }",
+        "template <int N> static __device__ __forceinline__ void kg_wg_wait() {",
+        "  asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" :: \"n\"(N) : \"memory\");",
+        "}",
+        "/* generic-proxy shared-memory writes (cp.async) made visible to wgmma */",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\"); }",
+        "static __device__ __forceinline__ void kg_wgmma(float (&d)[" .. fmt.int(n8) .. "][4], uint64_t da, uint64_t db) {",
+        "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" .. fmt.int(h + 2) .. ", 0;\\n\"",
+        "               \"wgmma.mma_async.sync.aligned.m64n" .. fmt.int(n) .. "k16.f32." .. ty .. "." .. ty .. " \"",
+        "               \"{" .. table.concat(regs, ", ") .. "}, \"",
+        "               \"%" .. fmt.int(h) .. ", %" .. fmt.int(h + 1) .. ", p, 1, 1, " .. fmt.int(tnsp_a) .. ", " .. fmt.int(tnsp_b) .. ";\\n}\\n\"",
+        "               : " .. table.concat(outs, ", "),
+        "               : \"l\"(da), \"l\"(db), \"r\"(1));",
+        "}",
+      }
+      return table.concat(lines, "\n")
+    end,
+    desc = function(ptr, lbo, sbo, swz) return string.format("kg_wg_desc(%s, %s, %s, %s)", ptr, lbo, sbo, swz) end,
+    mma = function(acc, da, db) return string.format("kg_wgmma(%s, %s, %s)", acc, da, db) end,
+    fence = "kg_wg_fence()",
+    commit = "kg_wg_commit()",
+    wait = function(n) return string.format("kg_wg_wait<%d>()", n) end,
+    smem_fence = "kg_wg_smem_fence()",
+    -- (row, col) inside the warp's 16 x 8 slice of an m64 block, element e (0..3)
+    acc_coord = function(e)
+      return string.format("(lane >> 2) + %d", math.floor(e / 2) * 8), string.format("((lane & 3) << 1) + %d", e % 2)
+    end,
+    acc_count = 4,
+  },
+  -- Bulk tensor copies (sm_90 TMA): a tensor map per operand, encoded on the
+  -- host (cuTensorMapEncodeTiled through the runtime's driver entry point) and
+  -- passed as a __grid_constant__ kernel argument; one thread copies whole
+  -- boxes into shared memory (swizzled like wgmma's canonical layouts, zero
+  -- outside the tensor) and they complete on an mbarrier per stage.
+  tma = {
+    includes = { "<cudaTypedefs.h>" },
+    elem = { f16 = "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", bf16 = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" },
+    swizzle = { [32] = "CU_TENSOR_MAP_SWIZZLE_32B", [64] = "CU_TENSOR_MAP_SWIZZLE_64B", [128] = "CU_TENSOR_MAP_SWIZZLE_128B" },
+    map_t = "CUtensorMap",
+    grid_constant = "const __grid_constant__",
+    preamble = function()
+      return table.concat({
+        "/* Bulk tensor copy vocabulary: TMA loads completing on shared-memory mbarriers. */",
+        "static __device__ __forceinline__ void kg_mbar_init(uint64_t *bar, unsigned count) {",
+        '  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"(kg_smem_u32(bar)), "r"(count) : "memory");',
+        "}",
+        'static __device__ __forceinline__ void kg_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory"); }',
+        "static __device__ __forceinline__ void kg_mbar_expect(uint64_t *bar, unsigned bytes) {",
+        '  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n" :: "r"(kg_smem_u32(bar)), "r"(bytes) : "memory");',
+        "}",
+        "static __device__ __forceinline__ void kg_mbar_wait(uint64_t *bar, unsigned parity) {",
+        '  asm volatile("{\\n.reg .pred p;\\nKG_MBAR_WAIT:\\n"',
+        '               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n"',
+        '               "@!p bra KG_MBAR_WAIT;\\n}\\n" :: "r"(kg_smem_u32(bar)), "r"(parity) : "memory");',
+        "}",
+        "static __device__ __forceinline__ void kg_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1, int c2) {",
+        '  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\\n"',
+        '               :: "r"(kg_smem_u32(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(kg_smem_u32(bar)) : "memory");',
+        "}",
+        "/* Host: a 3-D tiled tensor map (dims[0] contiguous; strides in bytes for dims 1, 2); 0 on failure. */",
+        "static int kg_tma_encode(CUtensorMap *map, CUtensorMapDataType ty, const void *base, const cuuint64_t dims[3],",
+        "                         const cuuint64_t strides[2], const cuuint32_t box[3], CUtensorMapSwizzle swz) {",
+        "  static PFN_cuTensorMapEncodeTiled_v12000 encode = 0;",
+        "  if (!encode) {",
+        "    void *f = 0;",
+        "    cudaDriverEntryPointQueryResult q;",
+        "    if (cudaGetDriverEntryPointByVersion(\"cuTensorMapEncodeTiled\", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||",
+        "        q != cudaDriverEntryPointSuccess || !f) return 0;",
+        "    encode = (PFN_cuTensorMapEncodeTiled_v12000)f;",
+        "  }",
+        "  const cuuint32_t one[3] = { 1, 1, 1 };",
+        "  return encode(map, ty, 3, (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, swz,",
+        "                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;",
+        "}",
+      }, "\n")
+    end,
+    -- statements (device): copy box (c0, c1, c2) of map into dst, completing on bar
+    load = function(dst, map, bar, c0, c1, c2)
+      return string.format("kg_tma_load(%s, %s, %s, %s, %s, %s)", dst, map, bar, c0, c1, c2)
+    end,
+    init = function(bar, count) return string.format("kg_mbar_init(%s, %s)", bar, count) end,
+    init_fence = "kg_mbar_init_fence()",
+    expect = function(bar, bytes) return string.format("kg_mbar_expect(%s, %s)", bar, bytes) end,
+    wait = function(bar, parity) return string.format("kg_mbar_wait(%s, %s)", bar, parity) end,
+    -- host expression: 1 when the map was encoded
+    encode = function(map, ty, base, dims, strides, box, swz)
+      return string.format("kg_tma_encode(%s, %s, %s, %s, %s, %s, %s)", map, ty, base, dims, strides, box, swz)
+    end,
   },
   -- Skinny (small-M) tensor-core vocabulary: one 16-row block of A times MMA
   -- tiles of 8 columns, fragments taken straight from 16-byte global loads.

@@ -11,6 +11,8 @@ return {
   error_t = "hipError_t",
   success = "hipSuccess",
   warp_size = 64,
+  smem_per_sm = 65536,             -- LDS of one CU (bytes)
+  smem_reserved = 0,
   includes = { "<hip/hip_runtime.h>", "<hip/hip_fp16.h>", "<hip/hip_bfloat16.h>", "<stdint.h>", '"kg_internal.h"' },
   extern_c = 'extern "C"',
   static_fn = "static",

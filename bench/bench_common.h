@@ -1,0 +1,185 @@
+/*
+** bench_common.h -- helpers shared by the kgen benchmarks (host C only).
+**
+** Error checks that never let a CUDA or cuBLAS failure pass silently, a
+** seeded RNG for bf16 inputs, bf16 conversions, medians, environment knobs,
+** the device-to-device copy ceiling and the run header (GPU, CUDA, commit).
+** Everything is static: include it from exactly one translation unit per
+** program.
+*/
+#ifndef KG_BENCH_COMMON_H
+#define KG_BENCH_COMMON_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L  /* popen, pclose under -std=c11 */
+#endif
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime.h>
+#include <cublas_v2.h>
+
+/* ---- fatal errors --------------------------------------------------------
+** A failed CUDA or cuBLAS call ends the program with status 2 after calling
+** the hook (the GEMM bench prints the rows finished so far). */
+static void (*bench_fatal_hook)(void) = NULL;
+
+static void bench_fatal(const char *what, const char *msg, const char *file, int line) {
+  fflush(stdout);
+  fprintf(stderr, "\nFATAL %s:%d: %s: %s\n", file, line, what, msg);
+  fprintf(stdout, "\nFATAL %s:%d: %s: %s\n", file, line, what, msg);
+  if (bench_fatal_hook) {
+    void (*h)(void) = bench_fatal_hook;
+    bench_fatal_hook = NULL;
+    h();
+  }
+  fflush(stdout);
+  exit(2);
+}
+
+#define CK(call) do {                                                          \
+    cudaError_t ck_e_ = (call);                                                \
+    if (ck_e_ != cudaSuccess)                                                  \
+      bench_fatal(#call, cudaGetErrorString(ck_e_), __FILE__, __LINE__);       \
+  } while (0)
+
+#define CB(call) do {                                                          \
+    cublasStatus_t cb_s_ = (call);                                             \
+    if (cb_s_ != CUBLAS_STATUS_SUCCESS)                                        \
+      bench_fatal(#call, cublasGetStatusString(cb_s_), __FILE__, __LINE__);    \
+  } while (0)
+
+/* ---- environment --------------------------------------------------------- */
+static long bench_env_long(const char *name, long dflt) {
+  const char *s = getenv(name);
+  if (!s || !*s) return dflt;
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  return (end && *end == '\0') ? v : dflt;
+}
+
+static const char *bench_env_str(const char *name) {
+  const char *s = getenv(name);
+  return (s && *s) ? s : NULL;
+}
+
+/* ---- random numbers and bf16 --------------------------------------------- */
+static uint64_t bench_rng_next(uint64_t *s) {  /* splitmix64 */
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static inline float bench_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* Round to nearest even; inputs here are finite. */
+static inline uint16_t bench_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+/* n bf16 values uniform in (-1, 1), never zero. */
+static void bench_fill_bf16(uint16_t *h, size_t n, uint64_t *state) {
+  size_t i = 0;
+  while (i < n) {
+    uint64_t r = bench_rng_next(state);
+    for (int q = 0; q < 4 && i < n; q++, i++) {
+      int v = (int)((r >> (16 * q)) & 0xFFFFu) - 32768;
+      h[i] = bench_f32_to_bf16(((float)v + 0.5f) * (1.0f / 32768.0f));
+    }
+  }
+}
+
+/* ---- statistics ---------------------------------------------------------- */
+static int bench_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts v in place; returns the median. */
+static double bench_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
+  return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- ceilings ------------------------------------------------------------ */
+/* Device-to-device cudaMemcpyAsync of `bytes`; returns TB/s counting bytes
+** read plus bytes written (2 * bytes per copy), median of reps copies. */
+static double bench_copy_tbs(size_t bytes, int reps, cudaStream_t st, double *med_ms_out) {
+  void *src = NULL, *dst = NULL;
+  CK(cudaMalloc(&src, bytes));
+  CK(cudaMalloc(&dst, bytes));
+  CK(cudaMemsetAsync(src, 0x5A, bytes, st));
+  CK(cudaMemsetAsync(dst, 0xA5, bytes, st));
+  for (int i = 0; i < 20; i++) CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+  cudaEvent_t *ev = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * 2 * (size_t)reps);
+  double *ms = (double *)malloc(sizeof(double) * (size_t)reps);
+  if (!ev || !ms) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  for (int i = 0; i < 2 * reps; i++) CK(cudaEventCreate(&ev[i]));
+  for (int r = 0; r < reps; r++) {
+    CK(cudaEventRecord(ev[2 * r], st));
+    CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+    CK(cudaEventRecord(ev[2 * r + 1], st));
+  }
+  CK(cudaStreamSynchronize(st));
+  for (int r = 0; r < reps; r++) {
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+    ms[r] = t;
+  }
+  double med = bench_median(ms, reps);
+  for (int i = 0; i < 2 * reps; i++) CK(cudaEventDestroy(ev[i]));
+  free(ev);
+  free(ms);
+  CK(cudaFree(src));
+  CK(cudaFree(dst));
+  if (med_ms_out) *med_ms_out = med;
+  return 2.0 * (double)bytes / (med * 1e-3) / 1e12;
+}
+
+/* ---- run identity ---------------------------------------------------------- */
+/* Commit: $KG_COMMIT, else `git rev-parse` (+ "-dirty"), else "unknown". */
+static void bench_commit(char *buf, size_t cap) {
+  const char *env = bench_env_str("KG_COMMIT");
+  if (env) { snprintf(buf, cap, "%s", env); return; }
+  snprintf(buf, cap, "unknown (no git; set KG_COMMIT)");
+  FILE *p = popen("git rev-parse --short=12 HEAD 2>/dev/null", "r");
+  if (!p) return;
+  char sha[64] = "";
+  if (fgets(sha, sizeof sha, p)) sha[strcspn(sha, "\r\n")] = '\0';
+  if (pclose(p) != 0 || !sha[0]) return;
+  int dirty = 0;
+  p = popen("git status --porcelain --untracked-files=no 2>/dev/null", "r");
+  if (p) {
+    char line[8];
+    if (fgets(line, sizeof line, p)) dirty = 1;
+    pclose(p);
+  }
+  snprintf(buf, cap, "%s%s", sha, dirty ? "-dirty" : "");
+}
+
+static void bench_utc_now(char *buf, size_t cap) {
+  time_t t = time(NULL);
+  struct tm tmv;
+  gmtime_r(&t, &tmv);
+  strftime(buf, cap, "%Y-%m-%d %H:%M:%S UTC", &tmv);
+}
+
+static void bench_version_string(int v, char *buf, size_t cap) {
+  snprintf(buf, cap, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+#endif /* KG_BENCH_COMMON_H */
