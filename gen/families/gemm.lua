@@ -29,7 +29,7 @@ end
 -- Threads per warp (wave) by backend, for legality checks.
 local WARP = { c = 1, cuda = 32, hip = 64 }
 -- Shared memory a CUDA block may use (sm_90a opt-in limit).
-local CUDA_SMEM = 232448
+local SMEM_LIMIT = { cuda = 232448, hip = 65536 }  -- bytes per block: sm_90a opt-in maximum, gfx90a LDS
 
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
@@ -143,10 +143,11 @@ function F.legal(v)
     end
     if v.stages < 2 then return "tensorop pipelines need stages >= 2; allowed: 2, 3, 4, 5, 6, 8", "stages" end
     local smem = v.stages * (tm + tn) * tk * SIZE[v.dtype] + 1024  -- + alignment of the swizzled tiles
-    if v.backend == "cuda" and smem > CUDA_SMEM then
-      return string.format("tile %s with %d stages needs %d bytes of shared memory (at most %d on sm_90a); "
-        .. "allowed: stages = 2 .. %d", v.tile, v.stages, smem, CUDA_SMEM,
-        math.floor((CUDA_SMEM - 1024) / ((tm + tn) * tk * SIZE[v.dtype]))), "stages"
+    local limit = SMEM_LIMIT[v.backend]
+    if smem > limit then
+      return string.format("tile %s with %d stages needs %d bytes of shared memory (at most %d on %s); "
+        .. "allowed: stages = 2 .. %d", v.tile, v.stages, smem, limit, v.backend,
+        math.floor((limit - 1024) / ((tm + tn) * tk * SIZE[v.dtype]))), "stages"
     end
   end
   return nil

@@ -23,13 +23,21 @@ describe("gemm legality", function()
       { backend = "hip", kernel = "simt", dtype = "f16", tile = "128x128x8", warps = "2x4", align = 8 },
       { backend = "cuda", kernel = "tensorop", dtype = "f16", layout_a = "row", layout_b = "col" },
       { backend = "hip", kernel = "tensorop", dtype = "bf16", layout_a = "col", layout_b = "row",
-        tile = "256x128x32", warps = "4x2", stages = 5 },
+        tile = "256x128x32", warps = "4x2", stages = 2 },
       { backend = "cuda", kernel = "tensorop", dtype = "f16", layout_a = "row", layout_b = "row",
         tile = "64x64x32", warps = "2x2", stages = 2 },
     }) do
       local why = legal(p)
       assert.is_nil(why, why)
     end
+  end)
+
+  it("keeps tensorop tiles inside the shared memory of the target", function()
+    local why, at = legal({ backend = "hip", kernel = "tensorop", dtype = "bf16", layout_a = "row", layout_b = "row",
+      tile = "256x128x32", warps = "4x2", stages = 5 })
+    assert.is_truthy(why and why:find("at most 65536 on hip", 1, true), why)
+    assert.are.equal("stages", at)
+    assert.is_truthy(why:find("allowed: stages = 2 .. 2", 1, true), why)
   end)
 
   -- The kernels a "does not exist" message allows, as a set.
