@@ -6,10 +6,10 @@
 extern "C" {
 #endif
 #ifdef KG_WITH_CUDA
-kg_status kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x8x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x8x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x8x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x8x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x32x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x32x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x32x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x32x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_bf16_geglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_simt_bf16_geglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_bf16_mul_xxxx_d0d1d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -22,10 +22,10 @@ kg_status kg_dualgemm_cuda_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1(const kg_dualge
 size_t kg_dualgemm_cuda_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x8x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x8x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x8x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x8x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x32x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x32x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_f16_geglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_simt_f16_geglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_f16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -80,10 +80,10 @@ size_t kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_workspace(const kg_du
 kg_status kg_dualgemm_c_blocked_f32_swiglu_xxxx_d2_64x256x256_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_c_blocked_f32_swiglu_xxxx_d2_64x256x256_a1_workspace(const kg_dualgemm_args *args);
 #ifdef KG_WITH_HIP
-kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_bf16_geglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_simt_bf16_geglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_bf16_mul_xxxx_d0d1d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -96,10 +96,10 @@ kg_status kg_dualgemm_hip_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgem
 size_t kg_dualgemm_hip_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x16x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x16x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x16x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x16x8_w2x4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_f16_geglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_simt_f16_geglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_f16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -118,8 +118,8 @@ kg_status kg_dualgemm_hip_simt_f32_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualg
 size_t kg_dualgemm_hip_simt_f32_swiglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 #endif
 #ifdef KG_WITH_CUDA
-kg_status kg_gemm_cuda_skinny_bf16_rcx_16x8x8_w2x4_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_cuda_skinny_bf16_rcx_16x8x8_w2x4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_crx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -130,8 +130,8 @@ kg_status kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s3_a8(const kg_gemm_arg
 size_t kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1_workspace(const kg_gemm_args *args);
-kg_status kg_gemm_cuda_skinny_f16_rcx_16x8x8_w2x4_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_cuda_skinny_f16_rcx_16x8x8_w2x4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -154,8 +154,8 @@ size_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_workspace(const kg_gemm_args *arg
 kg_status kg_gemm_c_blocked_f32_xxx_64x256x256_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_c_blocked_f32_xxx_64x256x256_a1_workspace(const kg_gemm_args *args);
 #ifdef KG_WITH_HIP
-kg_status kg_gemm_hip_skinny_bf16_rcx_16x16x8_w2x4_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_hip_skinny_bf16_rcx_16x16x8_w2x4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_bf16_ccx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_tensorop_bf16_ccx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -166,8 +166,8 @@ kg_status kg_gemm_hip_tensorop_bf16_rrx_128x128x32_w2x2_s3_a8(const kg_gemm_args
 size_t kg_gemm_hip_tensorop_bf16_rrx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_simt_bf16_xxx_64x64x8_w2x2_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_simt_bf16_xxx_64x64x8_w2x2_a1_workspace(const kg_gemm_args *args);
-kg_status kg_gemm_hip_skinny_f16_rcx_16x16x8_w2x4_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_hip_skinny_f16_rcx_16x16x8_w2x4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_f16_ccx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_tensorop_f16_ccx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_f16_crx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);

@@ -264,5 +264,7 @@ return {
       }, "\n")
     end,
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
+    -- 16-byte load of data read once (weights): streaming, evict-first
+    load_stream = function(ptr) return string.format("__ldcs((const uint4 *)(%s))", ptr) end,
   },
 }

@@ -129,5 +129,6 @@ return {
       }, "\n")
     end,
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
+    load_stream = function(ptr) return string.format("*(const uint4 *)(%s)", ptr) end,
   },
 }

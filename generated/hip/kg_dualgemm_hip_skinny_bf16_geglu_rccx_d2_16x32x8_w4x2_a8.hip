@@ -5,8 +5,11 @@
 ** MMA tiles of 16 columns, fed straight from 16-byte global loads: within each
 ** 32-wide K chunk the kernel uses a fixed permutation of k that makes every
 ** lane's 16-byte load of B (and of A) exactly its fragment registers (the
-** dot product does not depend on the order of k). A block of KSPLIT warps
-** covers the same columns, each warp one K range; shared memory sums them.
+** dot product does not depend on the order of k). A block has KSPLIT x CG
+** warps: CG column groups of J MMA tiles each, and per group KSPLIT warps
+** that each take one K range (shared memory sums them). Warps of one K range
+** read the same A bytes at about the same time, so A is fetched from L2 once
+** per block and served from L1 to the other groups; B streams past L1.
 ** Modes: gemm and batched. */
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
@@ -15,7 +18,7 @@
 #include "kg_internal.h"
 #include <math.h>
 
-enum { WS = 64, KSPLIT = 8, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
+enum { WS = 64, KSPLIT = 4, CG = 2, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
 
 /* The problem as kernels see it. Strides are in elements: X[i][j] sits at
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
@@ -92,10 +95,11 @@ static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 
   c[0] = acc[0]; c[1] = acc[1]; c[2] = acc[2]; c[3] = acc[3];
 }
 
-__global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_kernel(kg_params p) {
-  __shared__ float red[KSPLIT][NB][J][ACC][WS];
-  const int lane = (int)threadIdx.x % WS, warp = (int)threadIdx.x / WS;
-  const int64_t n0 = (int64_t)blockIdx.x * 16;
+__global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_kernel(kg_params p) {
+  __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
+  const int lane = (int)threadIdx.x % WS;
+  const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
+  const int64_t n0 = (int64_t)blockIdx.x * 32 + cg * (J * 16);
   const int64_t m0 = (int64_t)blockIdx.y * 16;
   const int z = (int)blockIdx.z;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -122,7 +126,7 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
   ** is read element-wise by the last chunk with bounds checks. */
   const int64_t chunks = (p.k + KCHUNK - 1) / KCHUNK;
   const int64_t per = (chunks + KSPLIT - 1) / KSPLIT;
-  const int64_t c_beg = warp * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
+  const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
   const int koff = ((lane >> 4) << 3);
   for (int64_t c = c_beg; c < c_end; c += U) {
     uint4 braw[U][NB][J], araw[U][1];
@@ -165,9 +169,9 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
 #pragma unroll
       for (int j = 0; j < J; j++)
 #pragma unroll
-        for (int e = 0; e < ACC; e++) red[warp][i][j][e][lane] = acc[i][j][e];
+        for (int e = 0; e < ACC; e++) red[kw][cg][i][j][e][lane] = acc[i][j][e];
     __syncthreads();
-    if (warp != 0) return;
+    if (kw != 0) return;
 #pragma unroll
     for (int w = 1; w < KSPLIT; w++)
 #pragma unroll
@@ -175,7 +179,7 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
 #pragma unroll
         for (int j = 0; j < J; j++)
 #pragma unroll
-          for (int e = 0; e < ACC; e++) acc[i][j][e] += red[w][i][j][e][lane];
+          for (int e = 0; e < ACC; e++) acc[i][j][e] += red[w][cg][i][j][e][lane];
   }
 #pragma unroll
   for (int j = 0; j < J; j++)
@@ -188,19 +192,19 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
     }
 }
 
-static int64_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_tiles(const kg_dualgemm_args *args) {
-  return ((args->m + 16 - 1) / 16) * ((args->n + 16 - 1) / 16);
+static int64_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(const kg_dualgemm_args *args) {
+  return ((args->m + 16 - 1) / 16) * ((args->n + 32 - 1) / 32);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
   hipStream_t stream = (hipStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
@@ -234,16 +238,16 @@ extern "C" kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8(c
   p.sem = 0; p.partial = 0;
   hipError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = hipMemsetAsync(exec->workspace, 0, sem, stream);
     if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
-  dim3 grid((unsigned)((args->n + 16 - 1) / 16), (unsigned)((args->m + 16 - 1) / 16),
+  dim3 grid((unsigned)((args->n + 32 - 1) / 32), (unsigned)((args->m + 16 - 1) / 16),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(512);
-  hipLaunchKernelGGL(kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x16x8_w2x4_a8_kernel, grid, block, 0, stream, p);
+  hipLaunchKernelGGL(kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_kernel, grid, block, 0, stream, p);
   e = hipGetLastError();
   if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
