@@ -26,6 +26,7 @@ return {
   from_f32 = { f32 = "%s", f16 = "__float2half_rn(%s)", bf16 = "hip_bfloat16(%s)" },
   -- HIP shuffles take no member mask; width is the full wavefront
   shfl_xor = function(v, mask) return string.format("__shfl_xor(%s, %s, 64)", v, mask) end,
+  shfl_idx = function(v, src) return string.format("__shfl(%s, %s, 64)", v, src) end,
   launch = function(kernel, grid, block, smem, stream, args)
     return string.format("hipLaunchKernelGGL(%s, %s, %s, %s, %s, %s);", kernel, grid, block, smem, stream, args)
   end,
@@ -108,7 +109,7 @@ return {
     b_col = function(lane) return "(" .. lane .. " & 15)" end,
     k_off = function(lane) return "((" .. lane .. " >> 4) << 3)" end,
     acc_row = function(lane, e) return string.format("(((%s >> 4) << 2) + %s)", lane, e) end,
-    acc_col = function(lane, e) return string.format("(%s & 15)", lane) end,
+    acc_col = function(lane, _) return string.format("(%s & 15)", lane) end,
     preamble = function(dtype)
       local elem = ({ f16 = "_Float16", bf16 = "short" })[dtype]
       local builtin = ({ f16 = "__builtin_amdgcn_mfma_f32_16x16x16f16",
@@ -131,4 +132,8 @@ return {
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
     load_stream = function(ptr) return string.format("*(const uint4 *)(%s)", ptr) end,
   },
+  -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
+  -- casts, loop unrolling hint
+  fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
+          bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
 }
