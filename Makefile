@@ -28,7 +28,7 @@ C_SRC    := $(wildcard generated/c/*.c)
 CUDA_SRC := $(wildcard generated/cuda/*.cu)
 HIP_SRC  := $(wildcard generated/hip/*.hip)
 
-OBJ := $(B)/rt/kg.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
+OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
 DEFS :=
 LDLIBS := -lm -lpthread
 ifeq ($(KG_CUDA),1)
@@ -42,7 +42,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/bench_gemm build/bench_dualgemm
 all: lib
 
 deps:
@@ -62,6 +62,9 @@ $(B)/libkg.a: $(OBJ)
 
 # kg.c and kg_table.c see which backends are compiled in.
 $(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h
@@ -100,6 +103,9 @@ build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 build/test_gpu_dual: tests/gpu/test_gpu_dual.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -116,7 +122,7 @@ test:
 	@./tests/run_all.sh
 
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4
 	@./tests/gpu/run.sh
 
 bench:

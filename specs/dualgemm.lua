@@ -18,6 +18,19 @@ dualgemm {
   store_d1 = { false, true },
 }
 
+-- GPU tensor cores (f16/bf16, 16-byte aligned operands), the FFN gate/up
+-- projection: one A tile per K step feeds both products. B0 column-major
+-- ([N, K] weights) or row-major ([K, N]); B1 column-major, which also takes a
+-- broadcast vector (ldb1 = 0). Per-family tile defaults (families/dualgemm.lua):
+-- CUDA 128x64x64 on 8 warps, 3 stages; HIP 128x64x32 on 4 waves, 3 stages.
+dualgemm {
+  backend = { "cuda", "hip" },
+  kernel = "tensorop",
+  dtype = { "bf16", "f16" },
+  op = { "swiglu", "geglu" },
+  layout_a = "row", layout_b0 = { "col", "row" }, layout_b1 = "col",
+}
+
 -- GPU small-M path (m <= 16): gate/up weights stored [N, K] (column-major B0, B1).
 -- CUDA: 4 column groups x 2 K ranges share A (H200, bf16 swiglu n=14336
 -- k=4096: 3.52 TB/s at m=16, 3.60 at m=1; 16x16 4x2 and 16x8 8x1 were slower).

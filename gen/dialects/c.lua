@@ -17,4 +17,7 @@ return {
   to_f32 = { f32 = "%s", f16 = "kg_f16_to_f32(%s)", bf16 = "kg_bf16_to_f32(%s)" },
   from_f32 = { f32 = "%s", f16 = "kg_f32_to_f16(%s)", bf16 = "kg_f32_to_bf16(%s)" },
   restrict = "restrict",
+  -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
+  -- casts (kg_half.h), loop unrolling hint (none on the C backend)
+  fp4 = { fn = "static inline", f32_bits = "kg__f32_bits(%s)", bits_f32 = "kg__bits_f32(%s)", unroll = "" },
 }

@@ -29,6 +29,8 @@ return {
   from_f32 = { f32 = "%s", f16 = "__float2half_rn(%s)", bf16 = "__float2bfloat16_rn(%s)" },
   -- xor shuffle across the full warp
   shfl_xor = function(v, mask) return string.format("__shfl_xor_sync(0xffffffffu, %s, %s)", v, mask) end,
+  -- value v of lane src, across the full warp
+  shfl_idx = function(v, src) return string.format("__shfl_sync(0xffffffffu, %s, %s)", v, src) end,
   -- kernel launch statement
   launch = function(kernel, grid, block, smem, stream, args)
     return string.format("%s<<<%s, %s, %s, %s>>>(%s);", kernel, grid, block, smem, stream, args)
@@ -125,17 +127,11 @@ return {
   -- swizzle); MN-major blocks of 64 MN elements x K rows, 128B swizzle.
   wgmma = {
     m = 64, k = 16,
-    preamble = function(dtype, n, tnsp_a, tnsp_b)
-      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
-      assert(ty, "wgmma takes f16 or bf16 here")
-      local h, n8 = math.floor(n / 2), math.floor(n / 8)
-      local regs, outs = {}, {}
-      for i = 0, h - 1 do
-        regs[#regs + 1] = "%" .. i
-        outs[#outs + 1] = string.format('"+f"(d[%d][%d])', math.floor(i / 4), i % 4)
-      end
-      local lines = {
-        "/* Warpgroup MMA vocabulary: wgmma.mma_async m64n" .. fmt.int(n) .. "k16, operands in shared memory. */",
+    -- helpers shared by every MMA function (descriptors, fences, waits)
+    preamble = function(dtype)
+      assert(({ f16 = true, bf16 = true })[dtype], "wgmma takes f16 or bf16 here")
+      return table.concat({
+        "/* Warpgroup MMA vocabulary: wgmma.mma_async, operands in shared memory. */",
         "static __device__ __forceinline__ uint64_t kg_wg_desc(const void *p, uint32_t lbo, uint32_t sbo, uint32_t swz) {",
         "  uint64_t a = (uint64_t)((kg_smem_u32(p) & 0x3ffffu) >> 4);",
         "  return a | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) | ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32) | ((uint64_t)swz << 62);",
@@ -147,7 +143,22 @@ return {
         "}",
         "/* generic-proxy shared-memory writes (cp.async) made visible to wgmma */",
         "[[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\"); }",
-        "static __device__ __forceinline__ void kg_wgmma(float (&d)[" .. fmt.int(n8) .. "][4], uint64_t da, uint64_t db) {",
+      }, "\n")
+    end,
+    -- one MMA function `name`: d (m64 x n, f32) += A . B, m64nNk16, with the
+    -- transpose bits of the operands' layouts (0: K-major, 1: MN-major)
+    mma_fn = function(name, dtype, n, tnsp_a, tnsp_b)
+      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
+      assert(ty, "wgmma takes f16 or bf16 here")
+      local h, n8 = math.floor(n / 2), math.floor(n / 8)
+      local regs, outs = {}, {}
+      for i = 0, h - 1 do
+        regs[#regs + 1] = "%" .. i
+        outs[#outs + 1] = string.format('"+f"(d[%d][%d])', math.floor(i / 4), i % 4)
+      end
+      return table.concat({
+        "/* m64n" .. fmt.int(n) .. "k16, A " .. (tnsp_a == 0 and "K" or "M") .. "-major, B " .. (tnsp_b == 0 and "K" or "N") .. "-major */",
+        "static __device__ __forceinline__ void " .. name .. "(float (&d)[" .. fmt.int(n8) .. "][4], uint64_t da, uint64_t db) {",
         "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" .. fmt.int(h + 2) .. ", 0;\\n\"",
         "               \"wgmma.mma_async.sync.aligned.m64n" .. fmt.int(n) .. "k16.f32." .. ty .. "." .. ty .. " \"",
         "               \"{" .. table.concat(regs, ", ") .. "}, \"",
@@ -155,11 +166,11 @@ return {
         "               : " .. table.concat(outs, ", "),
         "               : \"l\"(da), \"l\"(db), \"r\"(1));",
         "}",
-      }
-      return table.concat(lines, "\n")
+      }, "\n")
     end,
     desc = function(ptr, lbo, sbo, swz) return string.format("kg_wg_desc(%s, %s, %s, %s)", ptr, lbo, sbo, swz) end,
-    mma = function(acc, da, db) return string.format("kg_wgmma(%s, %s, %s)", acc, da, db) end,
+    -- call of the MMA function `fn` (from mma_fn)
+    mma = function(fn, acc, da, db) return string.format("%s(%s, %s, %s)", fn, acc, da, db) end,
     fence = "kg_wg_fence()",
     commit = "kg_wg_commit()",
     wait = function(n) return string.format("kg_wg_wait<%d>()", n) end,
@@ -169,6 +180,9 @@ return {
       return string.format("(lane >> 2) + %d", math.floor(e / 2) * 8), string.format("((lane & 3) << 1) + %d", e % 2)
     end,
     acc_count = 4,
+    -- the lane and element holding column 0 of the row of this lane's element e
+    -- (in the j = 0 atom): for broadcasting one accumulator column
+    col0 = function(e) return "(lane & ~3)", e - e % 2 end,
   },
   -- Bulk tensor copies (sm_90 TMA): a tensor map per operand, encoded on the
   -- host (cuTensorMapEncodeTiled through the runtime's driver entry point) and
@@ -267,4 +281,8 @@ return {
     -- 16-byte load of data read once (weights): streaming, evict-first
     load_stream = function(ptr) return string.format("__ldcs((const uint4 *)(%s))", ptr) end,
   },
+  -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
+  -- casts, loop unrolling hint
+  fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
+          bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
 }

@@ -112,6 +112,7 @@ function F.legal(v)
         v.tile, v.warps, warps_for(tm, tn, 16)), "warps"
     end
   else -- tensorop
+    local nb = v.nb or 1   -- B operands, accumulators per output element (DualGemm: 2)
     if v.dtype == "f32" then return "tensorop needs f16 or bf16 inputs; allowed: dtype = f16, bf16 (f32 uses simt)", "dtype" end
     if v.layout_a == "any" or v.layout_b == "any" then
       return "tensorop fixes the layouts of A and B; allowed: layout_a/layout_b = row, col",
@@ -128,10 +129,10 @@ function F.legal(v)
       return string.format("tile %s does not split into %s warps of 32x32 or more; allowed: warps = %s",
         v.tile, v.warps, warps_for(tm, tn, 32)), "warps"
     end
-    -- f32 accumulators per thread: the warp tile over the warp size
+    -- f32 accumulators per thread: the warp tile over the warp size, per product
     local function accs(w)
       local a, b = dims(w)
-      return math.floor(math.floor(tm / a) * math.floor(tn / b) / WARP[v.backend])
+      return nb * math.floor(math.floor(tm / a) * math.floor(tn / b) / WARP[v.backend])
     end
     if accs(v.warps) > 128 then
       local ok = {}
@@ -143,12 +144,12 @@ function F.legal(v)
         v.tile, v.warps, accs(v.warps), #ok > 0 and table.concat(ok, ", ") or "none (pick a smaller tile)"), "warps"
     end
     if v.stages < 2 then return "tensorop pipelines need stages >= 2; allowed: 2, 3, 4, 5, 6, 8", "stages" end
-    local smem = v.stages * (tm + tn) * tk * SIZE[v.dtype] + 1024  -- + alignment of the swizzled tiles
+    local smem = v.stages * (tm + nb * tn) * tk * SIZE[v.dtype] + 1024  -- + alignment of the swizzled tiles
     local limit = SMEM_LIMIT[v.backend]
     if smem > limit then
       return string.format("tile %s with %d stages needs %d bytes of shared memory (at most %d on %s); "
         .. "allowed: stages = 2 .. %d", v.tile, v.stages, smem, limit, v.backend,
-        math.floor((limit - 1024) / ((tm + tn) * tk * SIZE[v.dtype]))), "stages"
+        math.floor((limit - 1024) / ((tm + nb * tn) * tk * SIZE[v.dtype]))), "stages"
     end
   end
   return nil

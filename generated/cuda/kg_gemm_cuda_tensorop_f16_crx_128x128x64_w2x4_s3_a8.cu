@@ -25,26 +25,26 @@
 #include <stdint.h>
 #include "kg_internal.h"
 #include <cudaTypedefs.h>
-/* Problem as the kernel sees it. Strides are in elements: X[i][j] at
-** i*x_rs + j*x_cs. Grid: x = N tiles, y = M tiles, z = batch (batched mode)
-** or K slice (serial split-K). */
-typedef struct gemm_params {
-  const __half *a; const __half *b; const __half *c; __half *d;
+/* The problem as kernels see it. Strides are in elements: X[i][j] sits at
+** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
+** z = batch (batched mode) or K slice (serial split-K). */
+typedef struct kg_params {
+  const __half *a; int64_t a_rs, a_cs, a_bs;
+  const __half *b[1]; int64_t b_rs[1], b_cs[1], b_bs[1];
+  const __half *c[1]; int64_t c_rs[1], c_cs[1], c_bs[1];  /* c[i] NULL: beta[i] == 0 */
+  __half *d[1]; int64_t d_rs[1], d_cs[1], d_bs[1];        /* d[i] NULL: not stored */
+  float alpha[1], beta[1];
   int64_t m, n, k;
-  int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, d_rs, d_cs;
-  int64_t bs_a, bs_b, bs_c, bs_d;  /* batch strides (elements) */
-  float alpha, beta;
-  int use_c;                         /* 0 when beta == 0: C is never read */
-  int slices;                        /* serial split-K slices (1: none) */
-  int64_t k_slice;                  /* K per slice, a multiple of the K tile */
-  int *sem;                          /* per output tile: slices done so far */
-  float *partial;                    /* m x n f32 running sum of slices */
-} gemm_params;
+  int slices;          /* serial split-K slices (1: none) */
+  int64_t k_slice;     /* K per slice, a multiple of the kernel's K tile */
+  int *sem;            /* per output tile: slices done so far */
+  float *partial;      /* NB consecutive m x n f32 running sums */
+} kg_params;
 
 /* Serial split-K: the block for slice s waits until slices 0..s-1 of its
 ** output tile are done. Blocks are dispatched in grid order (z slowest), so
 ** every block waited for has already started: no deadlock. */
-static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     if (threadIdx.x == 0) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
@@ -54,7 +54,7 @@ static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, i
   }
 }
 
-static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
     __syncthreads();
@@ -62,21 +62,26 @@ static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, i
   }
 }
 
-/* Epilogue for one accumulator element of output (r, c) of batch z. With
-** split-K, slices 0..S-2 add into the f32 partial sum and the last slice
-** applies alpha/beta and writes D, so the result is summed in slice order. */
-static __device__ __forceinline__ void gemm_store(const gemm_params &p, int z, long long r, long long c, float acc) {
+/* Epilogue of output element (r, c) of batch z, given the f32 accumulator of
+** each product. With split-K (z is then the slice), slices 0..S-2 add into
+** the partial sums and the last one finishes, so slices sum in order. */
+static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64_t r, int64_t c, const float (&acc)[1]) {
   if (r >= p.m || c >= p.n) return;
+  float x[1];
+  for (int i = 0; i < 1; i++) x[i] = acc[i];
   if (p.slices > 1) {
-    volatile float *part = p.partial + r * p.n + c;  /* volatile: bypass L1, written by other SMs */
-    if (z == 0) { *part = acc; return; }
-    else if (z < p.slices - 1) { *part += acc; return; }
-    else acc += *part;
+    /* volatile: other SMs wrote these; bypass the non-coherent L1 */
+    volatile float *part = p.partial + r * p.n + c;
+    if (z == 0) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] = x[i]; return; }
+    if (z < p.slices - 1) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] += x[i]; return; }
+    for (int i = 0; i < 1; i++) x[i] += part[i * p.m * p.n];
     z = 0;
   }
-  float out = p.alpha * acc;
-  if (p.use_c) out += p.beta * __half2float(p.c[z * p.bs_c + r * p.c_rs + c * p.c_cs]);
-  p.d[z * p.bs_d + r * p.d_rs + c * p.d_cs] = __float2half_rn(out);
+  for (int i = 0; i < 1; i++) {
+    x[i] *= p.alpha[i];
+    if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = __float2half_rn(x[i]);
+  }
 }
 
 /* Tensor-core vocabulary: mma.sync m16n8k16 + ldmatrix + cp.async. */
@@ -103,7 +108,7 @@ static __device__ __forceinline__ uint32_t kg_smem_u32(const void *p) {
 [[maybe_unused]] static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(kg_smem_u32(s)), "l"(g), "r"(bytes));
 }
-/* Warpgroup MMA vocabulary: wgmma.mma_async m64n128k16, operands in shared memory. */
+/* Warpgroup MMA vocabulary: wgmma.mma_async, operands in shared memory. */
 static __device__ __forceinline__ uint64_t kg_wg_desc(const void *p, uint32_t lbo, uint32_t sbo, uint32_t swz) {
   uint64_t a = (uint64_t)((kg_smem_u32(p) & 0x3ffffu) >> 4);
   return a | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) | ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32) | ((uint64_t)swz << 62);
@@ -115,7 +120,8 @@ template <int N> static __device__ __forceinline__ void kg_wg_wait() {
 }
 /* generic-proxy shared-memory writes (cp.async) made visible to wgmma */
 [[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-static __device__ __forceinline__ void kg_wgmma(float (&d)[16][4], uint64_t da, uint64_t db) {
+/* m64n128k16, A M-major, B N-major */
+static __device__ __forceinline__ void kg_wgmma_n(float (&d)[16][4], uint64_t da, uint64_t db) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
@@ -155,37 +161,51 @@ static int kg_tma_encode(CUtensorMap *map, CUtensorMapDataType ty, const void *b
   return encode(map, ty, 3, (void *)base, dims, strides, box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, swz,
                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
-/* tensor maps of A and B (dims[0] = the contiguous dimension, dims[2] = batch) */
-struct kg_tma_maps { CUtensorMap a, b; };
+/* tensor maps of A and the B operands (dims[0] = the contiguous dimension, dims[2] = batch) */
+struct kg_tma_maps { CUtensorMap a, b[1]; };
 
-/* Two horizontally adjacent outputs (r, c), (r, c+1), c even: one paired store
-** when D is row-major and both are inside, else two gemm_store calls. */
-struct alignas(2 * sizeof(__half)) gemm_pair { __half x, y; };
-static __device__ __forceinline__ void gemm_store_pair(const gemm_params &p, int z, long long r, long long c, float v0, float v1) {
-  if (p.slices == 1 && p.d_cs == 1 && r < p.m && c + 1 < p.n) {
-    float o0 = p.alpha * v0, o1 = p.alpha * v1;
-    if (p.use_c) {
-      const __half *cp = p.c + z * p.bs_c + r * p.c_rs + c * p.c_cs;
-      o0 += p.beta * __half2float(cp[0]);
-      o1 += p.beta * __half2float(cp[p.c_cs]);
+/* Two horizontally adjacent outputs (r, c), (r, c+1), c even, given each
+** product's accumulators v0, v1: paired stores when the outputs are
+** row-major, both are inside and K is not split, else two kg_store calls. */
+struct alignas(2 * sizeof(__half)) kg_pair { __half x, y; };
+static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, int64_t r, int64_t c, const float (&v0)[1],
+                                  const float (&v1)[1]) {
+  if (p.slices == 1 && p.d_cs[0] == 1 && r < p.m && c + 1 < p.n) {
+#pragma unroll
+    for (int i = 0; i < 1; i++) {
+      float o0 = p.alpha[i] * v0[i], o1 = p.alpha[i] * v1[i];
+      if (p.c[i]) {
+        const __half *cp = p.c[i] + z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i];
+        o0 += p.beta[i] * __half2float(cp[0]);
+        o1 += p.beta[i] * __half2float(cp[p.c_cs[i]]);
+      }
+      const kg_pair out = { __float2half_rn(o0), __float2half_rn(o1) };
+      *(kg_pair *)(p.d[i] + z * p.d_bs[i] + r * p.d_rs[i] + c) = out;
     }
-    gemm_pair out = { __float2half_rn(o0), __float2half_rn(o1) };
-    *(gemm_pair *)(p.d + z * p.bs_d + r * p.d_rs + c) = out;
   } else {
-    gemm_store(p, z, r, c, v0);
-    gemm_store(p, z, r, c + 1, v1);
+    kg_store(p, z, r, c, v0);
+    kg_store(p, z, r, c + 1, v1);
   }
 }
 
-__global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_kernel(gemm_params p, const __grid_constant__ kg_tma_maps tm) {
+__global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
   /* swizzle patterns repeat every 1024 bytes: align the tiles to that */
   unsigned char *kg_tiles = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
-  __half *sA = (__half *)kg_tiles;                /* 3 stages of 64 x 128 (A, m innermost) */
-  __half *sB = sA + 24576;         /* 3 stages of 64 x 128 (B, n innermost) */
+  __half *sA = (__half *)kg_tiles;  /* 3 stages of 64 x 128 (A, m innermost) */
+  __half *sB0 = sA + 24576;  /* 3 stages of 64 x 128 (B0, n innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32, warp = tid / 32;
-  const long long m0 = (long long)blockIdx.y * 128, n0 = (long long)blockIdx.x * 128;
+  /* Output tile of this block: the blocks in flight together cover groups of 16
+  ** M tiles, M fastest inside a group, so they share their A and B tiles in L2
+  ** (in grid order a wave would stream all of a large B from memory). The same
+  ** mapping for every z: the slices of a tile meet on the same semaphore. */
+  const int tile_lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+  const int group = tile_lin / (16 * (int)gridDim.x), first_m = group * 16;
+  const int group_m = min((int)gridDim.y - first_m, 16);
+  const int in_group = tile_lin - group * 16 * (int)gridDim.x;
+  const int tile_m = first_m + in_group % group_m, tile_n = in_group / group_m;
+  const long long m0 = (long long)tile_m * 128, n0 = (long long)tile_n * 128;
   const int z = (int)blockIdx.z;
   const int slice = p.slices > 1 ? z : 0;
   const int batch = p.slices > 1 ? 0 : z;
@@ -200,20 +220,24 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x
     kg_mbar_init_fence();
   }
   __syncthreads();
-  const int za = p.bs_a != 0 ? batch : 0, zb = p.bs_b != 0 ? batch : 0;  /* batch coordinate in the maps */
+  /* batch coordinates in the maps (0 where an operand is shared by every batch) */
+  const int za = p.a_bs != 0 ? batch : 0;
+  const int zb0 = p.b_bs[0] != 0 ? batch : 0;
   int kload = 0;                       /* next K tile to copy */
   int wstage = 0;                      /* stage it goes to */
   /* warpgroup schedule: warpgroup g owns rows g*64 .. +63 of the tile, all 128 columns */
   const int wgm0 = (warp / 4) * 64, wl = warp % 4;
-  float acc[1][16][4];
+  float acc0[1][16][4];
 #pragma unroll
   for (int i = 0; i < 1; i++)
 #pragma unroll
     for (int j = 0; j < 16; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+      for (int e = 0; e < 4; e++) {
+        acc0[i][j][e] = 0.0f;
+      }
   const uint64_t da0 = kg_wg_desc(sA, 8192, 1024, 1);
-  const uint64_t db0 = kg_wg_desc(sB, 8192, 1024, 1);
+  const uint64_t db0_0 = kg_wg_desc(sB0, 8192, 1024, 1);
 
   /* prologue: tiles 0 .. STAGES-3 in flight (a stage is refilled two tiles after its use) */
 #pragma unroll
@@ -224,8 +248,8 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x
       const int kc = (int)(kbeg + (long long)kload * 64);
       kg_tma_load(sA + wstage * 8192 + 0, &tm.a, bar, (int)m0 + 0, kc, za);
       kg_tma_load(sA + wstage * 8192 + 4096, &tm.a, bar, (int)m0 + 64, kc, za);
-      kg_tma_load(sB + wstage * 8192 + 0, &tm.b, bar, (int)n0 + 0, kc, zb);
-      kg_tma_load(sB + wstage * 8192 + 4096, &tm.b, bar, (int)n0 + 64, kc, zb);
+      kg_tma_load(sB0 + wstage * 8192 + 0, &tm.b[0], bar, (int)n0 + 0, kc, zb0);
+      kg_tma_load(sB0 + wstage * 8192 + 4096, &tm.b[0], bar, (int)n0 + 64, kc, zb0);
     }
     kload++;
     wstage = wstage + 1 == 3 ? 0 : wstage + 1;
@@ -238,12 +262,14 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x
     __syncthreads();
     /* queue the MMAs of tile kt first, then refill the stage of tile kt-2 while they run */
     kg_wg_fence();
-    const uint32_t oa = (uint32_t)rstage * 16384u, ob = (uint32_t)rstage * 16384u;
+    const uint32_t oa = (uint32_t)rstage * 16384u;
+    const uint32_t ob0 = (uint32_t)rstage * 16384u;
 #pragma unroll
     for (int ks = 0; ks < 4; ks++) {
 #pragma unroll
       for (int i = 0; i < 1; i++) {
-        kg_wgmma(acc[i], da0 + (uint64_t)((oa + ((wgm0 >> 6) + i) * 8192 + ks * 2048) >> 4), db0 + (uint64_t)((ob + ks * 2048) >> 4));
+        const uint64_t da = da0 + (uint64_t)((oa + ((wgm0 >> 6) + i) * 8192 + ks * 2048) >> 4);
+        kg_wgmma_n(acc0[i], da, db0_0 + (uint64_t)((ob0 + ks * 2048) >> 4));
       }
     }
     kg_wg_commit();
@@ -253,8 +279,8 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x
       const int kc = (int)(kbeg + (long long)kload * 64);
       kg_tma_load(sA + wstage * 8192 + 0, &tm.a, bar, (int)m0 + 0, kc, za);
       kg_tma_load(sA + wstage * 8192 + 4096, &tm.a, bar, (int)m0 + 64, kc, za);
-      kg_tma_load(sB + wstage * 8192 + 0, &tm.b, bar, (int)n0 + 0, kc, zb);
-      kg_tma_load(sB + wstage * 8192 + 4096, &tm.b, bar, (int)n0 + 64, kc, zb);
+      kg_tma_load(sB0 + wstage * 8192 + 0, &tm.b[0], bar, (int)n0 + 0, kc, zb0);
+      kg_tma_load(sB0 + wstage * 8192 + 4096, &tm.b[0], bar, (int)n0 + 64, kc, zb0);
     }
     kload++;
     wstage = wstage + 1 == 3 ? 0 : wstage + 1;
@@ -262,66 +288,76 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_f16_crx_128x128x
     if (++rstage == 3) { rstage = 0; phase ^= 1u; }
   }
   kg_wg_wait<0>();
-
-  const int tile = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-  gemm_tile_acquire(p, tile, slice);
+  const int tile = tile_m * (int)gridDim.x + tile_n;
+  kg_tile_acquire(p, tile, slice);
 #pragma unroll
-  for (int i = 0; i < 1; i++)
+  for (int i = 0; i < 1; i++) {
 #pragma unroll
     for (int j = 0; j < 16; j++) {
       const long long r0 = m0 + wgm0 + i * 64 + wl * 16, c0 = n0 + j * 8;
-      gemm_store_pair(p, z, r0 + (lane >> 2) + 0, c0 + ((lane & 3) << 1) + 0, acc[i][j][0], acc[i][j][1]);
-      gemm_store_pair(p, z, r0 + (lane >> 2) + 8, c0 + ((lane & 3) << 1) + 0, acc[i][j][2], acc[i][j][3]);
+      {
+        const float x0[1] = { acc0[i][j][0] };
+        const float x1[1] = { acc0[i][j][1] };
+        kg_store_pair(p, z, r0 + (lane >> 2) + 0, c0 + ((lane & 3) << 1) + 0, x0, x1);
+      }
+      {
+        const float x0[1] = { acc0[i][j][2] };
+        const float x1[1] = { acc0[i][j][3] };
+        kg_store_pair(p, z, r0 + (lane >> 2) + 8, c0 + ((lane & 3) << 1) + 0, x0, x1);
+      }
     }
-  gemm_tile_release(p, tile, slice);
+  }
+  kg_tile_release(p, tile, slice);
 }
 
-static int kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_tiles(const kg_gemm_args *args) {
-  return (int)(((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128));
+static int64_t kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_tiles(const kg_gemm_args *args) {
+  return ((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
-** and an m x n f32 partial sum; every other mode needs none. */
+** and NB m x n f32 partial sums; every other mode needs none. */
 extern "C" size_t kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
   size_t sem = ((size_t)kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
-  return sem + (size_t)args->m * (size_t)args->n * sizeof(float);
+  return sem + (size_t)1 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
 extern "C" kg_status kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec) {
-  gemm_params p;
+  kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
-  p.a = (const __half *)args->a; p.b = (const __half *)args->b;
-  p.c = (const __half *)args->c; p.d = (__half *)args->d;
-  p.m = args->m; p.n = args->n; p.k = args->k;
+  const int batched = args->mode == KG_MODE_BATCHED;
+  p.a = (const __half *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
-  kg__strides(args->layout_b, args->ldb, &p.b_rs, &p.b_cs);
-  kg__strides(args->layout_cd, args->ldc, &p.c_rs, &p.c_cs);
-  kg__strides(args->layout_cd, args->ldd, &p.d_rs, &p.d_cs);
-  int batched = args->mode == KG_MODE_BATCHED;
-  p.bs_a = batched ? args->batch_stride_a : 0; p.bs_b = batched ? args->batch_stride_b : 0;
-  p.bs_c = batched ? args->batch_stride_c : 0; p.bs_d = batched ? args->batch_stride_d : 0;
-  p.alpha = args->alpha; p.beta = args->beta;
-  p.use_c = args->beta != 0.0f;
+  p.a_bs = batched ? args->batch_stride_a : 0;
+  p.b[0] = (const __half *)args->b;
+  kg__strides(args->layout_b, args->ldb, &p.b_rs[0], &p.b_cs[0]);
+  p.b_bs[0] = batched ? args->batch_stride_b : 0;
+  p.c[0] = args->beta != 0.0f ? (const __half *)args->c : 0;
+  kg__strides(args->layout_cd, args->ldc, &p.c_rs[0], &p.c_cs[0]);
+  p.c_bs[0] = batched ? args->batch_stride_c : 0;
+  p.d[0] = (__half *)args->d;
+  kg__strides(args->layout_cd, args->ldd, &p.d_rs[0], &p.d_cs[0]);
+  p.d_bs[0] = batched ? args->batch_stride_d : 0;
+  p.alpha[0] = args->alpha; p.beta[0] = args->beta;
+  p.m = args->m; p.n = args->n; p.k = args->k;
   p.slices = args->mode == KG_MODE_SPLITK_SERIAL ? (int)args->split_k_slices : 1;
-  long long per = (args->k + p.slices - 1) / p.slices;
+  int64_t per = (args->k + p.slices - 1) / p.slices;
   p.k_slice = (per + 64 - 1) / 64 * 64;
   p.slices = (int)((args->k + p.k_slice - 1) / p.k_slice);  /* drop empty slices */
   p.sem = 0; p.partial = 0;
+  cudaError_t e;
   if (p.slices > 1) {
     size_t sem = ((size_t)kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
-    cudaError_t e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
+    e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
     if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
   dim3 grid((unsigned)((args->n + 128 - 1) / 128), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(256);
-  {
-    cudaError_t e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 99352);
-    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  }
+  e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 99352);
+  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   kg_tma_maps maps;
   {
     const cuuint64_t nb = batched && args->batch_stride_a != 0 ? (cuuint64_t)args->batch_count : 1;
@@ -338,13 +374,13 @@ extern "C" kg_status kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8(const k
     const cuuint64_t dims[3] = { (cuuint64_t)args->n, (cuuint64_t)args->k, nb };
     const cuuint64_t strides[2] = { (cuuint64_t)args->ldb * 2, nb > 1 ? (cuuint64_t)args->batch_stride_b * 2 : (cuuint64_t)args->ldb * 2 * dims[1] };
     const cuuint32_t box[3] = { 64, 64, 1 };
-    if (!kg_tma_encode(&maps.b, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, args->b, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
+    if (!kg_tma_encode(&maps.b[0], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, args->b, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for B");
       return KG_ERROR_BACKEND;
     }
   }
   kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8_kernel<<<grid, block, 99352, stream>>>(p, maps);
-  cudaError_t e = cudaGetLastError();
+  e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

@@ -24,26 +24,26 @@
 #include <hip/hip_bfloat16.h>
 #include <stdint.h>
 #include "kg_internal.h"
-/* Problem as the kernel sees it. Strides are in elements: X[i][j] at
-** i*x_rs + j*x_cs. Grid: x = N tiles, y = M tiles, z = batch (batched mode)
-** or K slice (serial split-K). */
-typedef struct gemm_params {
-  const hip_bfloat16 *a; const hip_bfloat16 *b; const hip_bfloat16 *c; hip_bfloat16 *d;
+/* The problem as kernels see it. Strides are in elements: X[i][j] sits at
+** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
+** z = batch (batched mode) or K slice (serial split-K). */
+typedef struct kg_params {
+  const hip_bfloat16 *a; int64_t a_rs, a_cs, a_bs;
+  const hip_bfloat16 *b[1]; int64_t b_rs[1], b_cs[1], b_bs[1];
+  const hip_bfloat16 *c[1]; int64_t c_rs[1], c_cs[1], c_bs[1];  /* c[i] NULL: beta[i] == 0 */
+  hip_bfloat16 *d[1]; int64_t d_rs[1], d_cs[1], d_bs[1];        /* d[i] NULL: not stored */
+  float alpha[1], beta[1];
   int64_t m, n, k;
-  int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, d_rs, d_cs;
-  int64_t bs_a, bs_b, bs_c, bs_d;  /* batch strides (elements) */
-  float alpha, beta;
-  int use_c;                         /* 0 when beta == 0: C is never read */
-  int slices;                        /* serial split-K slices (1: none) */
-  int64_t k_slice;                  /* K per slice, a multiple of the K tile */
-  int *sem;                          /* per output tile: slices done so far */
-  float *partial;                    /* m x n f32 running sum of slices */
-} gemm_params;
+  int slices;          /* serial split-K slices (1: none) */
+  int64_t k_slice;     /* K per slice, a multiple of the kernel's K tile */
+  int *sem;            /* per output tile: slices done so far */
+  float *partial;      /* NB consecutive m x n f32 running sums */
+} kg_params;
 
 /* Serial split-K: the block for slice s waits until slices 0..s-1 of its
 ** output tile are done. Blocks are dispatched in grid order (z slowest), so
 ** every block waited for has already started: no deadlock. */
-static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     if (threadIdx.x == 0) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
@@ -53,7 +53,7 @@ static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, i
   }
 }
 
-static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
     __syncthreads();
@@ -61,21 +61,26 @@ static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, i
   }
 }
 
-/* Epilogue for one accumulator element of output (r, c) of batch z. With
-** split-K, slices 0..S-2 add into the f32 partial sum and the last slice
-** applies alpha/beta and writes D, so the result is summed in slice order. */
-static __device__ __forceinline__ void gemm_store(const gemm_params &p, int z, long long r, long long c, float acc) {
+/* Epilogue of output element (r, c) of batch z, given the f32 accumulator of
+** each product. With split-K (z is then the slice), slices 0..S-2 add into
+** the partial sums and the last one finishes, so slices sum in order. */
+static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64_t r, int64_t c, const float (&acc)[1]) {
   if (r >= p.m || c >= p.n) return;
+  float x[1];
+  for (int i = 0; i < 1; i++) x[i] = acc[i];
   if (p.slices > 1) {
-    volatile float *part = p.partial + r * p.n + c;  /* volatile: bypass L1, written by other SMs */
-    if (z == 0) { *part = acc; return; }
-    else if (z < p.slices - 1) { *part += acc; return; }
-    else acc += *part;
+    /* volatile: other SMs wrote these; bypass the non-coherent L1 */
+    volatile float *part = p.partial + r * p.n + c;
+    if (z == 0) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] = x[i]; return; }
+    if (z < p.slices - 1) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] += x[i]; return; }
+    for (int i = 0; i < 1; i++) x[i] += part[i * p.m * p.n];
     z = 0;
   }
-  float out = p.alpha * acc;
-  if (p.use_c) out += p.beta * static_cast<float>(p.c[z * p.bs_c + r * p.c_rs + c * p.c_cs]);
-  p.d[z * p.bs_d + r * p.d_rs + c * p.d_cs] = hip_bfloat16(out);
+  for (int i = 0; i < 1; i++) {
+    x[i] *= p.alpha[i];
+    if (p.c[i]) x[i] += p.beta[i] * static_cast<float>(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = hip_bfloat16(x[i]);
+  }
 }
 
 /* Matrix-core vocabulary: MFMA 16x16x16 on wave64, LDS fragments. */
@@ -94,41 +99,52 @@ static __device__ __forceinline__ void kg_copy16(void *s, const void *g, int byt
   for (int i = 0; i < 8; i++) ss[i] = 2 * i < bytes ? gs[i] : (unsigned short)0;
 }
 
-__global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_kernel(gemm_params p) {
+__global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_kernel(kg_params p) {
   extern __shared__ __attribute__((aligned(128))) unsigned char kg_smem[];
   unsigned char *kg_tiles = kg_smem;
-  hip_bfloat16 *sA = (hip_bfloat16 *)kg_tiles;                /* 3 stages of 32 x 128 (A, m innermost) */
-  hip_bfloat16 *sB = sA + 12288;         /* 3 stages of 32 x 128 (B, n innermost) */
+  hip_bfloat16 *sA = (hip_bfloat16 *)kg_tiles;  /* 3 stages of 32 x 128 (A, m innermost) */
+  hip_bfloat16 *sB0 = sA + 12288;  /* 3 stages of 32 x 128 (B0, n innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 64, warp = tid / 64;
-  const long long m0 = (long long)blockIdx.y * 128, n0 = (long long)blockIdx.x * 128;
+  /* Output tile of this block: the blocks in flight together cover groups of 16
+  ** M tiles, M fastest inside a group, so they share their A and B tiles in L2
+  ** (in grid order a wave would stream all of a large B from memory). The same
+  ** mapping for every z: the slices of a tile meet on the same semaphore. */
+  const int tile_lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+  const int group = tile_lin / (16 * (int)gridDim.x), first_m = group * 16;
+  const int group_m = min((int)gridDim.y - first_m, 16);
+  const int in_group = tile_lin - group * 16 * (int)gridDim.x;
+  const int tile_m = first_m + in_group % group_m, tile_n = in_group / group_m;
+  const long long m0 = (long long)tile_m * 128, n0 = (long long)tile_n * 128;
   const int z = (int)blockIdx.z;
   const int slice = p.slices > 1 ? z : 0;
   const int batch = p.slices > 1 ? 0 : z;
-  const hip_bfloat16 *ga0 = p.a + batch * p.bs_a;
-  const hip_bfloat16 *gb0 = p.b + batch * p.bs_b;
+  const hip_bfloat16 *a_base = p.a + batch * p.a_bs;
+  const hip_bfloat16 *b0_base = p.b[0] + batch * p.b_bs[0];
   const long long kbeg = slice * p.k_slice;
   const long long kend = kbeg + p.k_slice < p.k ? kbeg + p.k_slice : p.k;
   const int ntiles = (int)((kend - kbeg + 31) / 32);
 
   const int ca = tid % 16, ra = tid / 16;
-  const hip_bfloat16 *ga = ga0 + (kbeg + ra) * p.a_cs + m0 + ca * 8;
+  const hip_bfloat16 *ga = a_base + (kbeg + ra) * p.a_cs + m0 + ca * 8;
   const int nba = (int)min(max(p.m - (m0 + ca * 8), 0LL), 8LL) * 2;
-  const int cb = tid % 16, rb = tid / 16;
-  const hip_bfloat16 *gb = gb0 + (kbeg + rb) * p.b_rs + n0 + cb * 8;
-  const int nbb = (int)min(max(p.n - (n0 + cb * 8), 0LL), 8LL) * 2;
+  const int cb0 = tid % 16, rb0 = tid / 16;
+  const hip_bfloat16 *gb0 = b0_base + (kbeg + rb0) * p.b_rs[0] + n0 + cb0 * 8;
+  const int nbb0 = (int)min(max(p.n - (n0 + cb0 * 8), 0LL), 8LL) * 2;
   int kload = 0;                       /* next K tile to copy */
   int kleft = (int)min(kend - kbeg, (long long)32);  /* valid K of that tile */
   int wstage = 0;                      /* stage it goes to */
   /* warp schedule: warp (wm, wn) owns the 64 x 64 block at (wm0, wn0) */
   const int wm0 = (warp / 2) * 64, wn0 = (warp % 2) * 64;
-  kg_acc acc[4][4];
+  kg_acc acc0[4][4];
 #pragma unroll
   for (int i = 0; i < 4; i++)
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+      for (int e = 0; e < 4; e++) {
+        acc0[i][j][e] = 0.0f;
+      }
 
   /* prologue: tiles 0 .. STAGES-2 in flight */
 #pragma unroll
@@ -138,25 +154,25 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_
         hip_bfloat16 *sa = sA + wstage * 4096;
         {
           const int bytes = ra + 0 < kleft ? nba : 0;
-          kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 0) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_cs : ga0, bytes);
+          kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 0) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_cs : a_base, bytes);
         }
         {
           const int bytes = ra + 16 < kleft ? nba : 0;
-          kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 16) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 16) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 16 * p.a_cs : ga0, bytes);
+          kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 16) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 16) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 16 * p.a_cs : a_base, bytes);
         }
         ga += 32 * p.a_cs;
       }
       {
-        hip_bfloat16 *sb = sB + wstage * 4096;
+        hip_bfloat16 *sb0 = sB0 + wstage * 4096;
         {
-          const int bytes = rb + 0 < kleft ? nbb : 0;
-          kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+          const int bytes = rb0 + 0 < kleft ? nbb0 : 0;
+          kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 0) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 0) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 0 * p.b_rs[0] : b0_base, bytes);
         }
         {
-          const int bytes = rb + 16 < kleft ? nbb : 0;
-          kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+          const int bytes = rb0 + 16 < kleft ? nbb0 : 0;
+          kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 16) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 16) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 16 * p.b_rs[0] : b0_base, bytes);
         }
-        gb += 32 * p.b_rs;
+        gb0 += 32 * p.b_rs[0];
       }
     }
     kload++;
@@ -168,13 +184,14 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_
   __syncthreads();
 
   kg_frag_a fa[2][4];
-  kg_frag_b fb[2][4];
+  kg_frag_b fb0[2][4];
   int rstage = 0;
-  const hip_bfloat16 *cA = sA, *cB = sB;
+  const hip_bfloat16 *cA = sA;
+  const hip_bfloat16 *csB0 = sB0;
 #pragma unroll
   for (int i = 0; i < 4; i++) { fa[0][i][0] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 0) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[0][i][1] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 1) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[0][i][2] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 2) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[0][i][3] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 3) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); }
 #pragma unroll
-  for (int j = 0; j < 4; j += 1) { fb[0][j][0] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][1] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][2] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][3] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
+  for (int j = 0; j < 4; j += 1) { fb0[0][j][0] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][1] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][2] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][3] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
 
   for (int kt = 0; kt < ntiles; kt++) {
 #pragma unroll
@@ -185,14 +202,14 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_
         __syncthreads();
         rstage = rstage + 1 == 3 ? 0 : rstage + 1;
         cA = sA + rstage * 4096;
-        cB = sB + rstage * 4096;
+        csB0 = sB0 + rstage * 4096;
       }
       const int kn = ((ks + 1) % 2) * 16;
       const int fnext = (ks + 1) & 1, fcur = ks & 1;
 #pragma unroll
       for (int i = 0; i < 4; i++) { fa[fnext][i][0] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 0) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[fnext][i][1] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 1) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[fnext][i][2] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 2) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); fa[fnext][i][3] = *(const kg_elem *)((cA + (((((wm0 + i * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 3) * 64 + (((((((wm0 + i * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wm0 + i * 16) + (lane & 15)) & 7))))); }
 #pragma unroll
-      for (int j = 0; j < 4; j += 1) { fb[fnext][j][0] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][1] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][2] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][3] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
+      for (int j = 0; j < 4; j += 1) { fb0[fnext][j][0] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][1] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][2] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][3] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
       if (ks == 0) {
         /* refill the stage consumed in the previous iteration */
         if (kload < ntiles) {
@@ -200,25 +217,25 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_
             hip_bfloat16 *sa = sA + wstage * 4096;
             {
               const int bytes = ra + 0 < kleft ? nba : 0;
-              kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 0) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_cs : ga0, bytes);
+              kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 0) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 0) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_cs : a_base, bytes);
             }
             {
               const int bytes = ra + 16 < kleft ? nba : 0;
-              kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 16) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 16) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 16 * p.a_cs : ga0, bytes);
+              kg_copy16(sa + ((((ca * 8) >> 6) * 2048) + (ra + 16) * 64 + ((((((ca * 8) >> 3) & 7) ^ ((ra + 16) & 7)) << 3) | ((ca * 8) & 7))), bytes ? ga + 16 * p.a_cs : a_base, bytes);
             }
             ga += 32 * p.a_cs;
           }
           {
-            hip_bfloat16 *sb = sB + wstage * 4096;
+            hip_bfloat16 *sb0 = sB0 + wstage * 4096;
             {
-              const int bytes = rb + 0 < kleft ? nbb : 0;
-              kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+              const int bytes = rb0 + 0 < kleft ? nbb0 : 0;
+              kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 0) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 0) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 0 * p.b_rs[0] : b0_base, bytes);
             }
             {
-              const int bytes = rb + 16 < kleft ? nbb : 0;
-              kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+              const int bytes = rb0 + 16 < kleft ? nbb0 : 0;
+              kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 16) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 16) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 16 * p.b_rs[0] : b0_base, bytes);
             }
-            gb += 32 * p.b_rs;
+            gb0 += 32 * p.b_rs[0];
           }
         }
         kload++;
@@ -229,74 +246,90 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_bf16_crx_128x128x32_
 #pragma unroll
       for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) kg_mma(acc[i][j], fa[fcur][i], fb[fcur][j]);
+        for (int j = 0; j < 4; j++) {
+          kg_mma(acc0[i][j], fa[fcur][i], fb0[fcur][j]);
+        }
     }
   }
   (void)0;
 
-  const int tile = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-  gemm_tile_acquire(p, tile, slice);
+  const int tile = tile_m * (int)gridDim.x + tile_n;
+  kg_tile_acquire(p, tile, slice);
 #pragma unroll
   for (int i = 0; i < 4; i++)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       const long long r0 = m0 + wm0 + i * 16, c0 = n0 + wn0 + j * 16;
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 0, c0 + (lane & 15), acc[i][j][0]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 1, c0 + (lane & 15), acc[i][j][1]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 2, c0 + (lane & 15), acc[i][j][2]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 3, c0 + (lane & 15), acc[i][j][3]);
+      {
+        const float x[1] = { acc0[i][j][0] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 0, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][1] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 1, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][2] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 2, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][3] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 3, c0 + (lane & 15), x);
+      }
     }
-  gemm_tile_release(p, tile, slice);
+  kg_tile_release(p, tile, slice);
 }
 
-static int kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_tiles(const kg_gemm_args *args) {
-  return (int)(((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128));
+static int64_t kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_tiles(const kg_gemm_args *args) {
+  return ((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
-** and an m x n f32 partial sum; every other mode needs none. */
+** and NB m x n f32 partial sums; every other mode needs none. */
 extern "C" size_t kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
   size_t sem = ((size_t)kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
-  return sem + (size_t)args->m * (size_t)args->n * sizeof(float);
+  return sem + (size_t)1 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
 extern "C" kg_status kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec) {
-  gemm_params p;
+  kg_params p;
   hipStream_t stream = (hipStream_t)exec->stream;
-  p.a = (const hip_bfloat16 *)args->a; p.b = (const hip_bfloat16 *)args->b;
-  p.c = (const hip_bfloat16 *)args->c; p.d = (hip_bfloat16 *)args->d;
-  p.m = args->m; p.n = args->n; p.k = args->k;
+  const int batched = args->mode == KG_MODE_BATCHED;
+  p.a = (const hip_bfloat16 *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
-  kg__strides(args->layout_b, args->ldb, &p.b_rs, &p.b_cs);
-  kg__strides(args->layout_cd, args->ldc, &p.c_rs, &p.c_cs);
-  kg__strides(args->layout_cd, args->ldd, &p.d_rs, &p.d_cs);
-  int batched = args->mode == KG_MODE_BATCHED;
-  p.bs_a = batched ? args->batch_stride_a : 0; p.bs_b = batched ? args->batch_stride_b : 0;
-  p.bs_c = batched ? args->batch_stride_c : 0; p.bs_d = batched ? args->batch_stride_d : 0;
-  p.alpha = args->alpha; p.beta = args->beta;
-  p.use_c = args->beta != 0.0f;
+  p.a_bs = batched ? args->batch_stride_a : 0;
+  p.b[0] = (const hip_bfloat16 *)args->b;
+  kg__strides(args->layout_b, args->ldb, &p.b_rs[0], &p.b_cs[0]);
+  p.b_bs[0] = batched ? args->batch_stride_b : 0;
+  p.c[0] = args->beta != 0.0f ? (const hip_bfloat16 *)args->c : 0;
+  kg__strides(args->layout_cd, args->ldc, &p.c_rs[0], &p.c_cs[0]);
+  p.c_bs[0] = batched ? args->batch_stride_c : 0;
+  p.d[0] = (hip_bfloat16 *)args->d;
+  kg__strides(args->layout_cd, args->ldd, &p.d_rs[0], &p.d_cs[0]);
+  p.d_bs[0] = batched ? args->batch_stride_d : 0;
+  p.alpha[0] = args->alpha; p.beta[0] = args->beta;
+  p.m = args->m; p.n = args->n; p.k = args->k;
   p.slices = args->mode == KG_MODE_SPLITK_SERIAL ? (int)args->split_k_slices : 1;
-  long long per = (args->k + p.slices - 1) / p.slices;
+  int64_t per = (args->k + p.slices - 1) / p.slices;
   p.k_slice = (per + 32 - 1) / 32 * 32;
   p.slices = (int)((args->k + p.k_slice - 1) / p.k_slice);  /* drop empty slices */
   p.sem = 0; p.partial = 0;
+  hipError_t e;
   if (p.slices > 1) {
     size_t sem = ((size_t)kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
-    hipError_t e = hipMemsetAsync(exec->workspace, 0, sem, stream);
+    e = hipMemsetAsync(exec->workspace, 0, sem, stream);
     if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
   dim3 grid((unsigned)((args->n + 128 - 1) / 128), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(256);
-  {
-    hipError_t e = hipFuncSetAttribute((const void *)kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, 49152);
-    if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
-  }
+  e = hipFuncSetAttribute((const void *)kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, 49152);
+  if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   hipLaunchKernelGGL(kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8_kernel, grid, block, 49152, stream, p);
-  hipError_t e = hipGetLastError();
+  e = hipGetLastError();
   if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

@@ -24,26 +24,26 @@
 #include <hip/hip_bfloat16.h>
 #include <stdint.h>
 #include "kg_internal.h"
-/* Problem as the kernel sees it. Strides are in elements: X[i][j] at
-** i*x_rs + j*x_cs. Grid: x = N tiles, y = M tiles, z = batch (batched mode)
-** or K slice (serial split-K). */
-typedef struct gemm_params {
-  const __half *a; const __half *b; const __half *c; __half *d;
+/* The problem as kernels see it. Strides are in elements: X[i][j] sits at
+** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
+** z = batch (batched mode) or K slice (serial split-K). */
+typedef struct kg_params {
+  const __half *a; int64_t a_rs, a_cs, a_bs;
+  const __half *b[1]; int64_t b_rs[1], b_cs[1], b_bs[1];
+  const __half *c[1]; int64_t c_rs[1], c_cs[1], c_bs[1];  /* c[i] NULL: beta[i] == 0 */
+  __half *d[1]; int64_t d_rs[1], d_cs[1], d_bs[1];        /* d[i] NULL: not stored */
+  float alpha[1], beta[1];
   int64_t m, n, k;
-  int64_t a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, d_rs, d_cs;
-  int64_t bs_a, bs_b, bs_c, bs_d;  /* batch strides (elements) */
-  float alpha, beta;
-  int use_c;                         /* 0 when beta == 0: C is never read */
-  int slices;                        /* serial split-K slices (1: none) */
-  int64_t k_slice;                  /* K per slice, a multiple of the K tile */
-  int *sem;                          /* per output tile: slices done so far */
-  float *partial;                    /* m x n f32 running sum of slices */
-} gemm_params;
+  int slices;          /* serial split-K slices (1: none) */
+  int64_t k_slice;     /* K per slice, a multiple of the kernel's K tile */
+  int *sem;            /* per output tile: slices done so far */
+  float *partial;      /* NB consecutive m x n f32 running sums */
+} kg_params;
 
 /* Serial split-K: the block for slice s waits until slices 0..s-1 of its
 ** output tile are done. Blocks are dispatched in grid order (z slowest), so
 ** every block waited for has already started: no deadlock. */
-static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     if (threadIdx.x == 0) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
@@ -53,7 +53,7 @@ static __device__ __forceinline__ void gemm_tile_acquire(const gemm_params &p, i
   }
 }
 
-static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, int tile, int slice) {
+static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
     __syncthreads();
@@ -61,21 +61,26 @@ static __device__ __forceinline__ void gemm_tile_release(const gemm_params &p, i
   }
 }
 
-/* Epilogue for one accumulator element of output (r, c) of batch z. With
-** split-K, slices 0..S-2 add into the f32 partial sum and the last slice
-** applies alpha/beta and writes D, so the result is summed in slice order. */
-static __device__ __forceinline__ void gemm_store(const gemm_params &p, int z, long long r, long long c, float acc) {
+/* Epilogue of output element (r, c) of batch z, given the f32 accumulator of
+** each product. With split-K (z is then the slice), slices 0..S-2 add into
+** the partial sums and the last one finishes, so slices sum in order. */
+static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64_t r, int64_t c, const float (&acc)[1]) {
   if (r >= p.m || c >= p.n) return;
+  float x[1];
+  for (int i = 0; i < 1; i++) x[i] = acc[i];
   if (p.slices > 1) {
-    volatile float *part = p.partial + r * p.n + c;  /* volatile: bypass L1, written by other SMs */
-    if (z == 0) { *part = acc; return; }
-    else if (z < p.slices - 1) { *part += acc; return; }
-    else acc += *part;
+    /* volatile: other SMs wrote these; bypass the non-coherent L1 */
+    volatile float *part = p.partial + r * p.n + c;
+    if (z == 0) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] = x[i]; return; }
+    if (z < p.slices - 1) { for (int i = 0; i < 1; i++) part[i * p.m * p.n] += x[i]; return; }
+    for (int i = 0; i < 1; i++) x[i] += part[i * p.m * p.n];
     z = 0;
   }
-  float out = p.alpha * acc;
-  if (p.use_c) out += p.beta * __half2float(p.c[z * p.bs_c + r * p.c_rs + c * p.c_cs]);
-  p.d[z * p.bs_d + r * p.d_rs + c * p.d_cs] = __float2half_rn(out);
+  for (int i = 0; i < 1; i++) {
+    x[i] *= p.alpha[i];
+    if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = __float2half_rn(x[i]);
+  }
 }
 
 /* Matrix-core vocabulary: MFMA 16x16x16 on wave64, LDS fragments. */
@@ -94,43 +99,54 @@ static __device__ __forceinline__ void kg_copy16(void *s, const void *g, int byt
   for (int i = 0; i < 8; i++) ss[i] = 2 * i < bytes ? gs[i] : (unsigned short)0;
 }
 
-__global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_kernel(gemm_params p) {
+__global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_kernel(kg_params p) {
   extern __shared__ __attribute__((aligned(128))) unsigned char kg_smem[];
   unsigned char *kg_tiles = kg_smem;
-  __half *sA = (__half *)kg_tiles;                /* 3 stages of 128 x 32 (A, k innermost) */
-  __half *sB = sA + 12288;         /* 3 stages of 32 x 128 (B, n innermost) */
+  __half *sA = (__half *)kg_tiles;  /* 3 stages of 128 x 32 (A, k innermost) */
+  __half *sB0 = sA + 12288;  /* 3 stages of 32 x 128 (B0, n innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 64, warp = tid / 64;
-  const long long m0 = (long long)blockIdx.y * 128, n0 = (long long)blockIdx.x * 128;
+  /* Output tile of this block: the blocks in flight together cover groups of 16
+  ** M tiles, M fastest inside a group, so they share their A and B tiles in L2
+  ** (in grid order a wave would stream all of a large B from memory). The same
+  ** mapping for every z: the slices of a tile meet on the same semaphore. */
+  const int tile_lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+  const int group = tile_lin / (16 * (int)gridDim.x), first_m = group * 16;
+  const int group_m = min((int)gridDim.y - first_m, 16);
+  const int in_group = tile_lin - group * 16 * (int)gridDim.x;
+  const int tile_m = first_m + in_group % group_m, tile_n = in_group / group_m;
+  const long long m0 = (long long)tile_m * 128, n0 = (long long)tile_n * 128;
   const int z = (int)blockIdx.z;
   const int slice = p.slices > 1 ? z : 0;
   const int batch = p.slices > 1 ? 0 : z;
-  const __half *ga0 = p.a + batch * p.bs_a;
-  const __half *gb0 = p.b + batch * p.bs_b;
+  const __half *a_base = p.a + batch * p.a_bs;
+  const __half *b0_base = p.b[0] + batch * p.b_bs[0];
   const long long kbeg = slice * p.k_slice;
   const long long kend = kbeg + p.k_slice < p.k ? kbeg + p.k_slice : p.k;
   const int ntiles = (int)((kend - kbeg + 31) / 32);
 
   const int ca = tid % 4, ra = tid / 4;
-  const __half *ga = ga0 + (m0 + ra) * p.a_rs + kbeg + ca * 8;
+  const __half *ga = a_base + (m0 + ra) * p.a_rs + kbeg + ca * 8;
   unsigned va = 0;
   if (m0 + ra + 0 < p.m) va |= 1u;
   if (m0 + ra + 64 < p.m) va |= 2u;
-  const int cb = tid % 16, rb = tid / 16;
-  const __half *gb = gb0 + (kbeg + rb) * p.b_rs + n0 + cb * 8;
-  const int nbb = (int)min(max(p.n - (n0 + cb * 8), 0LL), 8LL) * 2;
+  const int cb0 = tid % 16, rb0 = tid / 16;
+  const __half *gb0 = b0_base + (kbeg + rb0) * p.b_rs[0] + n0 + cb0 * 8;
+  const int nbb0 = (int)min(max(p.n - (n0 + cb0 * 8), 0LL), 8LL) * 2;
   int kload = 0;                       /* next K tile to copy */
   int kleft = (int)min(kend - kbeg, (long long)32);  /* valid K of that tile */
   int wstage = 0;                      /* stage it goes to */
   /* warp schedule: warp (wm, wn) owns the 64 x 64 block at (wm0, wn0) */
   const int wm0 = (warp / 2) * 64, wn0 = (warp % 2) * 64;
-  kg_acc acc[4][4];
+  kg_acc acc0[4][4];
 #pragma unroll
   for (int i = 0; i < 4; i++)
 #pragma unroll
     for (int j = 0; j < 4; j++)
 #pragma unroll
-      for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+      for (int e = 0; e < 4; e++) {
+        acc0[i][j][e] = 0.0f;
+      }
 
   /* prologue: tiles 0 .. STAGES-2 in flight */
 #pragma unroll
@@ -141,25 +157,25 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w
         const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
         {
           const int bytes = (va >> 0) & 1 ? kb : 0;
-          kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+          kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : a_base, bytes);
         }
         {
           const int bytes = (va >> 1) & 1 ? kb : 0;
-          kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+          kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : a_base, bytes);
         }
         ga += 32;
       }
       {
-        __half *sb = sB + wstage * 4096;
+        __half *sb0 = sB0 + wstage * 4096;
         {
-          const int bytes = rb + 0 < kleft ? nbb : 0;
-          kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+          const int bytes = rb0 + 0 < kleft ? nbb0 : 0;
+          kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 0) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 0) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 0 * p.b_rs[0] : b0_base, bytes);
         }
         {
-          const int bytes = rb + 16 < kleft ? nbb : 0;
-          kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+          const int bytes = rb0 + 16 < kleft ? nbb0 : 0;
+          kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 16) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 16) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 16 * p.b_rs[0] : b0_base, bytes);
         }
-        gb += 32 * p.b_rs;
+        gb0 += 32 * p.b_rs[0];
       }
     }
     kload++;
@@ -171,13 +187,14 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w
   __syncthreads();
 
   kg_frag_a fa[2][4];
-  kg_frag_b fb[2][4];
+  kg_frag_b fb0[2][4];
   int rstage = 0;
-  const __half *cA = sA, *cB = sB;
+  const __half *cA = sA;
+  const __half *csB0 = sB0;
 #pragma unroll
   for (int i = 0; i < 4; i++) { fa[0][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((0) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((0) + ((lane >> 4) << 2)) & 7))))); }
 #pragma unroll
-  for (int j = 0; j < 4; j += 1) { fb[0][j][0] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][1] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][2] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[0][j][3] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
+  for (int j = 0; j < 4; j += 1) { fb0[0][j][0] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][1] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][2] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[0][j][3] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((0) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((0) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
 
   for (int kt = 0; kt < ntiles; kt++) {
 #pragma unroll
@@ -188,14 +205,14 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w
         __syncthreads();
         rstage = rstage + 1 == 3 ? 0 : rstage + 1;
         cA = sA + rstage * 4096;
-        cB = sB + rstage * 4096;
+        csB0 = sB0 + rstage * 4096;
       }
       const int kn = ((ks + 1) % 2) * 16;
       const int fnext = (ks + 1) & 1, fcur = ks & 1;
 #pragma unroll
       for (int i = 0; i < 4; i++) { fa[fnext][i] = *(const kg_frag_a *)((cA + (((wm0 + i * 16) + (lane & 15)) * 32 + ((((((kn) + ((lane >> 4) << 2)) >> 3) ^ ((((wm0 + i * 16) + (lane & 15)) >> 1) & 3)) << 3) | (((kn) + ((lane >> 4) << 2)) & 7))))); }
 #pragma unroll
-      for (int j = 0; j < 4; j += 1) { fb[fnext][j][0] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][1] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][2] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb[fnext][j][3] = *(const kg_elem *)((cB + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
+      for (int j = 0; j < 4; j += 1) { fb0[fnext][j][0] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 0) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 0) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][1] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 1) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 1) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][2] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 2) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 2) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); fb0[fnext][j][3] = *(const kg_elem *)((csB0 + (((((wn0 + j * 16) + (lane & 15)) >> 6) * 2048) + ((kn) + ((lane >> 4) << 2) + 3) * 64 + (((((((wn0 + j * 16) + (lane & 15)) >> 3) & 7) ^ (((kn) + ((lane >> 4) << 2) + 3) & 7)) << 3) | (((wn0 + j * 16) + (lane & 15)) & 7))))); }
       if (ks == 0) {
         /* refill the stage consumed in the previous iteration */
         if (kload < ntiles) {
@@ -204,25 +221,25 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w
             const int kb = min(max(kleft - ca * 8, 0), 8) * 2;  /* bytes of this chunk column inside K */
             {
               const int bytes = (va >> 0) & 1 ? kb : 0;
-              kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : ga0, bytes);
+              kg_copy16(sa + ((ra + 0) * 32 + (((((ca * 8) >> 3) ^ (((ra + 0) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 0 * p.a_rs : a_base, bytes);
             }
             {
               const int bytes = (va >> 1) & 1 ? kb : 0;
-              kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : ga0, bytes);
+              kg_copy16(sa + ((ra + 64) * 32 + (((((ca * 8) >> 3) ^ (((ra + 64) >> 1) & 3)) << 3) | ((ca * 8) & 7))), bytes ? ga + 64 * p.a_rs : a_base, bytes);
             }
             ga += 32;
           }
           {
-            __half *sb = sB + wstage * 4096;
+            __half *sb0 = sB0 + wstage * 4096;
             {
-              const int bytes = rb + 0 < kleft ? nbb : 0;
-              kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 0) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 0) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 0 * p.b_rs : gb0, bytes);
+              const int bytes = rb0 + 0 < kleft ? nbb0 : 0;
+              kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 0) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 0) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 0 * p.b_rs[0] : b0_base, bytes);
             }
             {
-              const int bytes = rb + 16 < kleft ? nbb : 0;
-              kg_copy16(sb + ((((cb * 8) >> 6) * 2048) + (rb + 16) * 64 + ((((((cb * 8) >> 3) & 7) ^ ((rb + 16) & 7)) << 3) | ((cb * 8) & 7))), bytes ? gb + 16 * p.b_rs : gb0, bytes);
+              const int bytes = rb0 + 16 < kleft ? nbb0 : 0;
+              kg_copy16(sb0 + ((((cb0 * 8) >> 6) * 2048) + (rb0 + 16) * 64 + ((((((cb0 * 8) >> 3) & 7) ^ ((rb0 + 16) & 7)) << 3) | ((cb0 * 8) & 7))), bytes ? gb0 + 16 * p.b_rs[0] : b0_base, bytes);
             }
-            gb += 32 * p.b_rs;
+            gb0 += 32 * p.b_rs[0];
           }
         }
         kload++;
@@ -233,74 +250,90 @@ __global__ void __launch_bounds__(256) kg_gemm_hip_tensorop_f16_rrx_128x128x32_w
 #pragma unroll
       for (int i = 0; i < 4; i++)
 #pragma unroll
-        for (int j = 0; j < 4; j++) kg_mma(acc[i][j], fa[fcur][i], fb[fcur][j]);
+        for (int j = 0; j < 4; j++) {
+          kg_mma(acc0[i][j], fa[fcur][i], fb0[fcur][j]);
+        }
     }
   }
   (void)0;
 
-  const int tile = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-  gemm_tile_acquire(p, tile, slice);
+  const int tile = tile_m * (int)gridDim.x + tile_n;
+  kg_tile_acquire(p, tile, slice);
 #pragma unroll
   for (int i = 0; i < 4; i++)
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       const long long r0 = m0 + wm0 + i * 16, c0 = n0 + wn0 + j * 16;
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 0, c0 + (lane & 15), acc[i][j][0]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 1, c0 + (lane & 15), acc[i][j][1]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 2, c0 + (lane & 15), acc[i][j][2]);
-      gemm_store(p, z, r0 + ((lane >> 4) << 2) + 3, c0 + (lane & 15), acc[i][j][3]);
+      {
+        const float x[1] = { acc0[i][j][0] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 0, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][1] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 1, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][2] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 2, c0 + (lane & 15), x);
+      }
+      {
+        const float x[1] = { acc0[i][j][3] };
+        kg_store(p, z, r0 + ((lane >> 4) << 2) + 3, c0 + (lane & 15), x);
+      }
     }
-  gemm_tile_release(p, tile, slice);
+  kg_tile_release(p, tile, slice);
 }
 
-static int kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_tiles(const kg_gemm_args *args) {
-  return (int)(((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128));
+static int64_t kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_tiles(const kg_gemm_args *args) {
+  return ((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
-** and an m x n f32 partial sum; every other mode needs none. */
+** and NB m x n f32 partial sums; every other mode needs none. */
 extern "C" size_t kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
   size_t sem = ((size_t)kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
-  return sem + (size_t)args->m * (size_t)args->n * sizeof(float);
+  return sem + (size_t)1 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
 extern "C" kg_status kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec) {
-  gemm_params p;
+  kg_params p;
   hipStream_t stream = (hipStream_t)exec->stream;
-  p.a = (const __half *)args->a; p.b = (const __half *)args->b;
-  p.c = (const __half *)args->c; p.d = (__half *)args->d;
-  p.m = args->m; p.n = args->n; p.k = args->k;
+  const int batched = args->mode == KG_MODE_BATCHED;
+  p.a = (const __half *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
-  kg__strides(args->layout_b, args->ldb, &p.b_rs, &p.b_cs);
-  kg__strides(args->layout_cd, args->ldc, &p.c_rs, &p.c_cs);
-  kg__strides(args->layout_cd, args->ldd, &p.d_rs, &p.d_cs);
-  int batched = args->mode == KG_MODE_BATCHED;
-  p.bs_a = batched ? args->batch_stride_a : 0; p.bs_b = batched ? args->batch_stride_b : 0;
-  p.bs_c = batched ? args->batch_stride_c : 0; p.bs_d = batched ? args->batch_stride_d : 0;
-  p.alpha = args->alpha; p.beta = args->beta;
-  p.use_c = args->beta != 0.0f;
+  p.a_bs = batched ? args->batch_stride_a : 0;
+  p.b[0] = (const __half *)args->b;
+  kg__strides(args->layout_b, args->ldb, &p.b_rs[0], &p.b_cs[0]);
+  p.b_bs[0] = batched ? args->batch_stride_b : 0;
+  p.c[0] = args->beta != 0.0f ? (const __half *)args->c : 0;
+  kg__strides(args->layout_cd, args->ldc, &p.c_rs[0], &p.c_cs[0]);
+  p.c_bs[0] = batched ? args->batch_stride_c : 0;
+  p.d[0] = (__half *)args->d;
+  kg__strides(args->layout_cd, args->ldd, &p.d_rs[0], &p.d_cs[0]);
+  p.d_bs[0] = batched ? args->batch_stride_d : 0;
+  p.alpha[0] = args->alpha; p.beta[0] = args->beta;
+  p.m = args->m; p.n = args->n; p.k = args->k;
   p.slices = args->mode == KG_MODE_SPLITK_SERIAL ? (int)args->split_k_slices : 1;
-  long long per = (args->k + p.slices - 1) / p.slices;
+  int64_t per = (args->k + p.slices - 1) / p.slices;
   p.k_slice = (per + 32 - 1) / 32 * 32;
   p.slices = (int)((args->k + p.k_slice - 1) / p.k_slice);  /* drop empty slices */
   p.sem = 0; p.partial = 0;
+  hipError_t e;
   if (p.slices > 1) {
     size_t sem = ((size_t)kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
-    hipError_t e = hipMemsetAsync(exec->workspace, 0, sem, stream);
+    e = hipMemsetAsync(exec->workspace, 0, sem, stream);
     if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
   dim3 grid((unsigned)((args->n + 128 - 1) / 128), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(256);
-  {
-    hipError_t e = hipFuncSetAttribute((const void *)kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, 49152);
-    if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
-  }
+  e = hipFuncSetAttribute((const void *)kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, 49152);
+  if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   hipLaunchKernelGGL(kg_gemm_hip_tensorop_f16_rrx_128x128x32_w2x2_s3_a8_kernel, grid, block, 49152, stream, p);
-  hipError_t e = hipGetLastError();
+  e = hipGetLastError();
   if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

@@ -152,13 +152,19 @@ kg_status kg_dualgemm_select(const kg_dualgemm_args *args, const kg_exec *exec,
                              const char **name);
 
 /* ---- Introspection ------------------------------------------------------ */
-typedef enum kg_op { KG_OP_GEMM = 0, KG_OP_DUALGEMM } kg_op;
+typedef enum kg_op {
+  KG_OP_GEMM = 0, KG_OP_DUALGEMM,
+  /* block-scaled FP4 (see the FP4 section below) */
+  KG_OP_FP4_QUANTIZE, KG_OP_FP4_DEQUANTIZE,   /* args: kg_fp4_args */
+  KG_OP_SF_SWIZZLE, KG_OP_SF_UNSWIZZLE,       /* args: kg_sf_swizzle_args */
+  KG_OP_SF_RESWIZZLE                          /* args: kg_sf_reswizzle_args */
+} kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
 ** variant of the operation: "NAME: chosen" or "NAME: rejected: REASON", and
 ** first the argument check's verdict when it fails. args points to the op's
 ** argument struct (kg_gemm_args for KG_OP_GEMM, kg_dualgemm_args for
-** KG_OP_DUALGEMM). Returns the status the call
+** KG_OP_DUALGEMM, the FP4 ops' structs as listed at kg_op). Returns the status the call
 ** would have had. */
 kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec,
                      char *buf, size_t cap);
@@ -166,6 +172,169 @@ kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec,
 /* Number of generated variants compiled in, and their names. */
 int kg_variant_count(void);
 const char *kg_variant_name(int i);
+
+/* ---- Block-scaled FP4: NVFP4 and MXFP4 -----------------------------------
+** Elements are E2M1 (4 bits: sign, 2 exponent bits, 1 mantissa bit; values
+** 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), packed two per byte along
+** K: element 2i in the low nibble, 2i+1 in the high nibble; a row of K
+** elements is K/2 bytes. Each block of consecutive elements of a row shares
+** one scale byte:
+**   NVFP4: 16-element blocks, E4M3 scale, plus one f32 global scale per
+**          tensor (per batch entry): x ~ e2m1(q) * f32(sf) / gs.
+**   MXFP4: 32-element blocks, UE8M0 scale e: x ~ e2m1(q) * 2^(e-127).
+** The exact rules (rounding, scale choice, layouts) are spelled out below
+** and in the entry points' comments; every backend follows them bit for bit.
+**
+** E2M1 encoding (kg_e2m1_encode and every quantize kernel): round to
+** nearest, ties to the even code, saturate to +-6 (so +-Inf -> +-6). The sign
+** is kept: a negative value that rounds to zero gives code 8 (-0).
+** NaN policy: NaN encodes as +0 (code 0), whatever its sign bit; NaN
+** elements are also ignored by the block's amax, so one NaN never changes the
+** other elements of its block. */
+typedef enum kg_fp4_format { KG_FP4_NVFP4 = 0, KG_FP4_MXFP4 } kg_fp4_format;
+
+/* Scale-factor layouts, for rows M (per group), Kv = ceil(K / block) scale
+** columns and G groups (batch entries / experts):
+**   KG_SF_LINEAR          off = g*(M*Kv) + m*Kv + kb; no padding.
+**   KG_SF_SWIZZLED_128X4  M padded to mT*128, Kv to kT*4 with zero bytes;
+**     off = g*(mT*kT*512) + (m/128)*(kT*512) + (kb/4)*512 + (m%32)*16
+**           + ((m%128)/32)*4 + kb%4
+**     (what block-scaled tensor-core GEMMs read; a 16-byte line holds rows
+**     r, r+32, r+64, r+96 x 4 consecutive scale columns).
+**   KG_SF_SWIZZLED_8X4    M padded to mT*8, Kv to kT*4 (small-M activations);
+**     off = g*(mT*kT*32) + (m/8)*(kT*32) + (kb/4)*32 + (m%8)*4 + kb%4. */
+typedef enum kg_sf_layout { KG_SF_LINEAR = 0, KG_SF_SWIZZLED_128X4, KG_SF_SWIZZLED_8X4 } kg_sf_layout;
+
+/* MXFP4 scale choice for a block with amax = max |x| (exact, no f32 rounding):
+**   KG_MX_ROUND_UP    2^ceil(log2(amax/6)): no element saturates (default)
+**   KG_MX_ROUND_DOWN  2^floor(log2(amax/6)): elements above 6 saturate
+**   KG_MX_ROUND_OCP   2^(floor(log2 amax) - 2), the OCP MX rule
+** The exponent is clamped to the UE8M0 range [-127, 127] (bytes 0..254; 0xFF,
+** NaN, is never written). amax = 0 gives byte 0; amax = Inf gives 254. */
+typedef enum kg_mx_scale_round { KG_MX_ROUND_UP = 0, KG_MX_ROUND_DOWN, KG_MX_ROUND_OCP } kg_mx_scale_round;
+
+/* Elements per scale block: 16 (NVFP4), 32 (MXFP4); 0 for an unknown format. */
+int kg_fp4_block_size(kg_fp4_format f);
+/* Scale columns of a K-element row: ceil(k / block); 0 when k < 1 or the format is unknown. */
+int64_t kg_fp4_kv(kg_fp4_format f, int64_t k);
+
+/* E2M1 code (0..15) of x by the rule above; value of a code (low 4 bits used). */
+uint8_t kg_e2m1_encode(float x);
+float kg_e2m1_decode(uint8_t code);
+
+/* NVFP4 global scale gs = 448*6 / amax (f32 division), for amax = max |x| over
+** the tensor. Defined as 1.0f when amax is 0, negative, NaN or Inf, and when
+** the quotient is not finite (amax below about 7.9e-36): such a tensor
+** quantizes as if no global scale were used. */
+float kg_nvfp4_global_scale(float amax);
+
+/* Bytes of a scale buffer, padding included: for LINEAR G*M*Kv, for the
+** swizzled layouts G*mT*kT*512 (128x4) and G*mT*kT*32 (8x4).
+** KG_ERROR_INVALID_ARGUMENT for an unknown layout, rows/kv/groups < 1, a NULL
+** bytes pointer or a size that overflows. */
+kg_status kg_sf_size(kg_sf_layout layout, int64_t rows, int64_t kv, int64_t groups, size_t *bytes);
+/* Byte offset of the scale of (group g, row m, scale column kb) in a buffer of
+** that layout (formulas above); -1 when an argument is out of range
+** (m >= rows, kb >= kv, g < 0, unknown layout, ...). groups is not needed. */
+int64_t kg_sf_offset(kg_sf_layout layout, int64_t rows, int64_t kv, int64_t g, int64_t m, int64_t kb);
+
+/* The 6-D view of a 128x4 buffer with G groups that MMA-style kernels index:
+** logical shape (32, 4, mT, 4, kT, G), element strides
+** (16, 4, kT*512, 1, 512, mT*kT*512); element (m, kb, g) sits at coordinate
+** (m%32, (m%128)/32, m/128, kb%4, kb/4, g). No bytes move: the view reads
+** exactly the bytes kg_sf_offset(KG_SF_SWIZZLED_128X4, ...) names. */
+typedef struct kg_sf_view {
+  int64_t shape[6];
+  int64_t stride[6];      /* in bytes (= elements: scales are bytes) */
+} kg_sf_view;
+kg_status kg_sf_view_128x4(int64_t rows, int64_t kv, int64_t groups, kg_sf_view *out);
+/* Offset of (m, kb, g) through the view; -1 outside its (padded) shape. */
+int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t g);
+
+/* Quantize / dequantize, batch groups of [rows, k]:
+**   quantize:   x (dtype) -> q (packed E2M1) + sf (scales in sf_layout)
+**   dequantize: q + sf -> x (dtype)
+** Per block of one row (elements kb*B .. kb*B+B-1, B the block size):
+**   amax = max |x| over the block's elements (NaN ignored), in f32.
+**   NVFP4 (gs = global_scale[g], or 1.0f when global_scale is NULL):
+**     sf  = e4m3(gs * (amax / 6.0f))     RN-even, saturating at 448, f32 ops
+**     es  = 1.0f / (f32(sf) / gs)        0 when f32(sf) / gs is 0
+**     q_i = e2m1(x_i * es)
+**     dequantize: x_i = e2m1(q_i) * (f32(sf) / gs), rounded to dtype
+**   MXFP4: e = the scale byte (kg_mx_scale_round rule);
+**     q_i = e2m1(x_i * 2^(127-e));  dequantize: x_i = e2m1(q_i) * 2^(e-127)
+** K: any even k >= 2. When k is not a multiple of the block size the last
+** block has fewer elements (as if zero-padded: zeros change no amax); q still
+** has exactly k/2 bytes per row and Kv = ceil(k / B).
+** Memory (backend memory, like every pointer of the op):
+**   x: element (g, m, j) at x + g*batch_stride_x + m*ldx + j   (elements)
+**   q: byte of (g, m, j) at q + g*batch_stride_q + m*ldq + j/2 (bytes)
+**   sf: one buffer for all groups in sf_layout, groups = batch; sf_bytes must
+**     equal kg_sf_size(sf_layout, rows, kg_fp4_kv(format, k), batch) exactly
+**     (KG_ERROR_INVALID_PROBLEM otherwise, so a buffer sized for another
+**     layout is caught). Quantize writes every byte of it, padding as zeros.
+**   global_scale: NVFP4 only: NULL (1.0 for every group) or batch f32 values
+**     in backend memory, finite and > 0 (compute them with
+**     kg_nvfp4_global_scale from each group's amax). Must be NULL for MXFP4.
+** Quantize writes only the k/2 bytes of each q row and the sf buffer;
+** dequantize writes only the k elements of each x row. batch_stride_* are
+** ignored when batch == 1; output batches must not overlap.
+** mx_round is read for MXFP4 quantize only (0 = KG_MX_ROUND_UP). */
+typedef struct kg_fp4_args {
+  kg_fp4_format format;
+  kg_sf_layout sf_layout;
+  kg_mx_scale_round mx_round;
+  kg_dtype dtype;               /* high-precision side: KG_F32, KG_F16, KG_BF16 */
+  int64_t batch;                /* groups, >= 1 */
+  int64_t rows, k;              /* per group */
+  void *x;  int64_t ldx;  int64_t batch_stride_x;   /* elements; quantize reads, dequantize writes */
+  void *q;  int64_t ldq;  int64_t batch_stride_q;   /* bytes */
+  void *sf; size_t sf_bytes;
+  const float *global_scale;
+} kg_fp4_args;
+typedef kg_fp4_args kg_fp4_quantize_args;
+typedef kg_fp4_args kg_fp4_dequantize_args;
+
+kg_status kg_fp4_quantize(const kg_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4_dequantize(const kg_fp4_args *args, const kg_exec *exec);
+
+/* Scale-buffer conversions; every byte of dst is written (padding as zeros),
+** nothing outside it; src is only read inside its size.
+**   kg_sf_swizzle:   src LINEAR -> dst `layout`  (src_bytes, dst_bytes must
+**                    equal kg_sf_size of LINEAR and of `layout`)
+**   kg_sf_unswizzle: src `layout` -> dst LINEAR  (padding dropped)
+** layout is KG_SF_SWIZZLED_128X4 or KG_SF_SWIZZLED_8X4. swizzle(unswizzle(s))
+** is byte-identical to s when s's padding is zero. */
+typedef struct kg_sf_swizzle_args {
+  kg_sf_layout layout;
+  int64_t rows, kv, groups;
+  const void *src; size_t src_bytes;
+  void *dst; size_t dst_bytes;
+} kg_sf_swizzle_args;
+kg_status kg_sf_swizzle(const kg_sf_swizzle_args *args, const kg_exec *exec);
+kg_status kg_sf_unswizzle(const kg_sf_swizzle_args *args, const kg_exec *exec);
+
+/* Reswizzle shards: each shard is a swizzled buffer (same layout, kv and
+** groups) of shard.rows rows; the result is the swizzled buffer of their rows
+** concatenated per group (shard 0's rows first), i.e.
+** swizzle(concat_rows(unswizzle(shard_0), ..., unswizzle(shard_n-1))),
+** done in one pass without a workspace. shards is a host array of nshards
+** (1..KG_SF_MAX_SHARDS) entries; each shard's sf_bytes must equal
+** kg_sf_size(layout, rows, kv, groups), dst_bytes that of the total rows. */
+#define KG_SF_MAX_SHARDS 64
+typedef struct kg_sf_shard { const void *sf; int64_t rows; size_t sf_bytes; } kg_sf_shard;
+typedef struct kg_sf_reswizzle_args {
+  kg_sf_layout layout;
+  int64_t kv, groups;
+  int nshards;
+  const kg_sf_shard *shards;
+  void *dst; size_t dst_bytes;
+} kg_sf_reswizzle_args;
+kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec);
+
+/* Name of the variant an FP4 op (KG_OP_FP4_* or KG_OP_SF_*) would run with
+** these args; *name points into static storage. */
+kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const char **name);
 
 #ifdef __cplusplus
 }

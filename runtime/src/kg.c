@@ -94,9 +94,8 @@ const char *kg_variant_name(int i) {
 
 /* ---- explain sink: a bounded text buffer -------------------------------- */
 
-typedef struct kg__sink { char *buf; size_t cap, len; } kg__sink;
-
-static void kg__say(kg__sink *s, const char *fmt, ...) {
+/* kg__sink is declared in kg_internal.h (kg_fp4.c shares it). */
+void kg__say(kg__sink *s, const char *fmt, ...) {
   if (!s || !s->buf || s->cap == 0) return;
   if (s->len + 1 >= s->cap) return;
   va_list ap;
@@ -180,7 +179,7 @@ static kg_status kg__check_operand(kg__sink *sink, const kg__operand *o, int64_t
   return KG_SUCCESS;
 }
 
-static kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
+kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
   if (!exec) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "exec is NULL");
   if (exec->backend != KG_BACKEND_C && exec->backend != KG_BACKEND_CUDA && exec->backend != KG_BACKEND_HIP)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown backend %d", (int)exec->backend);
@@ -450,5 +449,6 @@ kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec, char *buf,
   kg__sink sink = { buf, cap, 0 };
   const kg_variant *v = NULL;
   if (buf && cap) buf[0] = '\0';
+  if (kg__fp4_op(op)) return kg__fp4_explain(op, args, exec, &sink);
   return kg__prepare(op, args, exec, &v, &sink);
 }

@@ -30,6 +30,22 @@ typedef size_t (*kg_gemm_workspace_fn)(const kg_gemm_args *args);
 typedef kg_status (*kg_dualgemm_launch_fn)(const kg_dualgemm_args *args, const kg_exec *exec);
 typedef size_t (*kg_dualgemm_workspace_fn)(const kg_dualgemm_args *args);
 
+/* ---- FP4 ops (kg_fp4.c) ---------------------------------------------------
+** Quantize / dequantize variants take the public kg_fp4_args after
+** kg_fp4.c checked them. Scale-buffer conversions (swizzle, unswizzle,
+** reswizzle) take a kg_sf_job: one destination buffer whose rows are the
+** concatenation of nshards source buffers (1 for swizzle and unswizzle). */
+typedef struct kg_sf_job {
+  int src_layout, dst_layout;     /* kg_sf_layout */
+  int64_t rows, kv, groups;       /* rows: total (destination) rows per group */
+  int nshards;
+  const uint8_t *src[KG_SF_MAX_SHARDS];
+  int64_t row0[KG_SF_MAX_SHARDS + 1];  /* shard s holds rows row0[s] .. row0[s+1]-1 */
+  uint8_t *dst;
+} kg_sf_job;
+typedef kg_status (*kg_fp4_launch_fn)(const kg_fp4_args *args, const kg_exec *exec);
+typedef kg_status (*kg_sf_launch_fn)(const kg_sf_job *job, const kg_exec *exec);
+
 /* One generated variant. The table lists them most specialized first and a
 ** generic fallback last for each (op, backend, types) key; dispatch takes
 ** the first entry whose predicates all hold. */
@@ -53,6 +69,13 @@ typedef struct kg_variant {
   kg_gemm_workspace_fn gemm_workspace;
   kg_dualgemm_launch_fn dualgemm_launch;
   kg_dualgemm_workspace_fn dualgemm_workspace;
+  /* FP4 ops: type_ab = type_cd = the high-precision dtype (quantize,
+  ** dequantize; KG_F32 and unused for the scale conversions) */
+  int fp4_format;         /* kg_fp4_format, -1 for the scale conversions */
+  int sf_layout;          /* kg_sf_layout (conversions: the swizzled side) */
+  int mx_round;           /* kg_mx_scale_round for MXFP4 quantize, else -1 */
+  kg_fp4_launch_fn fp4_launch;
+  kg_sf_launch_fn sf_launch;
 } kg_variant;
 
 extern const kg_variant kg_variants[];
@@ -60,6 +83,16 @@ extern const int kg_variants_count;
 
 /* Record a backend failure message for kg_last_backend_error (copied). */
 void kg__set_backend_error(const char *msg);
+
+/* Shared with kg_fp4.c (defined in kg.c): the explain text sink, its
+** printf, and the exec check every entry point runs. */
+typedef struct kg__sink { char *buf; size_t cap, len; } kg__sink;
+void kg__say(kg__sink *s, const char *fmt, ...);
+kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink);
+/* kg_fp4.c: 1 when op is an FP4 op; its kg_explain (checks, selection,
+** one line per candidate into sink). */
+int kg__fp4_op(kg_op op);
+kg_status kg__fp4_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink);
 
 /* Element strides of a matrix stored with layout l and leading dimension ld:
 ** X[i][j] sits at i*(*rs) + j*(*cs). */

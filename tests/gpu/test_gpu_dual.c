@@ -11,7 +11,9 @@
 ** Every variant named kg_dualgemm_cuda_<kernel>_<dtype>_<op>_<LLLL>_<stores>_..._a<N> is forced by
 ** name (kg_exec.variant); op, layouts (r / c / x for A, B0, B1, C/D), stores and alignment come
 ** from the name. What a kernel takes beyond the name: "skinny" gemm and batched modes, m <= 16;
-** "simt" every mode and size; other kernels are probed with kg_explain (and said so).
+** "simt" and "tensorop" every mode and size (tensorop: fixed layouts, 16-byte alignment, both
+** from the name; broadcast B1 through its B1 tensor map as one K-vector); other kernels are
+** probed with kg_explain (and said so).
 **   - sizes that are not tile multiples: 1x1x1, 7x37x45, 16x200x520, 129x257x67, 333x250x300
 **     (MxNxK), and for skinny every m in 1..16;
 **   - random inputs (uniform in (-1, 1); tolerance from K and the output type) and integer inputs
@@ -854,7 +856,7 @@ static void capabilities(dvar *v) {
   }
   v->modes = MODES_ALL;
   v->max_m = 0;
-  if (!strcmp(v->kernel, "simt")) return;
+  if (!strcmp(v->kernel, "simt") || !strcmp(v->kernel, "tensorop")) return;
   /* probe */
   static char why[8192];
   kg_dualgemm_args g;

@@ -99,6 +99,9 @@ function H.stub_templates()
   for _, k in ipairs(kernels) do
     H.write(dir .. "/gemm/" .. k .. ".kgt", "${banner}\n/* ${v.name}: ${v.kernel} ${TA} TM=${TM} */\n")
   end
+  -- the fp4 family's templates (one stub per file it renders)
+  H.sh("mkdir -p " .. shell_quote(dir .. "/fp4"))
+  for _, t in ipairs(require("families.fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   return dir
 end
 
