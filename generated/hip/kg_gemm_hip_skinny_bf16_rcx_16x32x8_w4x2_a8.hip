@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include "kg_internal.h"
 
-enum { WS = 64, KSPLIT = 4, CG = 2, J = 1, U = 8, NB = 1, KCHUNK = 32, ACC = 4 };
+enum { WS = 64, KSPLIT = 4, CG = 2, J = 1, U = 4, NB = 1, KCHUNK = 32, ACC = 4 };
 
 /* The problem as kernels see it. Strides are in elements: X[i][j] sits at
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
