@@ -157,7 +157,8 @@ typedef enum kg_op {
   /* block-scaled FP4 (see the FP4 section below) */
   KG_OP_FP4_QUANTIZE, KG_OP_FP4_DEQUANTIZE,   /* args: kg_fp4_args */
   KG_OP_SF_SWIZZLE, KG_OP_SF_UNSWIZZLE,       /* args: kg_sf_swizzle_args */
-  KG_OP_SF_RESWIZZLE                          /* args: kg_sf_reswizzle_args */
+  KG_OP_SF_RESWIZZLE,                         /* args: kg_sf_reswizzle_args */
+  KG_OP_GEMM_FP4                              /* args: kg_gemm_fp4_args */
 } kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
@@ -331,6 +332,49 @@ typedef struct kg_sf_reswizzle_args {
   void *dst; size_t dst_bytes;
 } kg_sf_reswizzle_args;
 kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec);
+
+/* ---- W4A16 block-scaled FP4 GEMM -------------------------------------------
+**   D = alpha * A.W^T + beta * C      (f32 accumulation)
+** A: activations, m x k, row-major, dtype (KG_F16 or KG_BF16), lda elements.
+** B: FP4 weights W, n x k stored K-major ([n, k/2] bytes, element 2i of a row
+**    in the low nibble), ldb bytes per row; i.e. the GEMM's k x n B operand
+**    in column-major order. Scales sf_b for n rows x kv = kg_fp4_kv(format, k)
+**    scale columns, one group, in sf_layout; sf_b_bytes must equal
+**    kg_sf_size(sf_layout, n, kv, 1) (KG_ERROR_INVALID_PROBLEM otherwise, so
+**    a buffer sized for another layout or format is caught).
+**    Dequantized weight: NVFP4 e2m1(q) * f32(sf) / gs with gs =
+**    *global_scale_b (NULL: 1.0; one f32 in backend memory, finite, > 0);
+**    MXFP4 e2m1(q) * 2^(sf-127) (global_scale_b must be NULL).
+**    Kernels multiply by e2m1(q) * f32(sf) (exact) and apply alpha * (1/gs)
+**    to the f32 sum.
+** C, D: m x n, row-major, dtype, ldc / ldd elements; c may be NULL only when
+**    beta == 0; ldc == 0 adds one bias row to every row.
+** k must be even (two elements per byte) and >= 2; k need not be a multiple
+** of the block size (the last block is short). One problem per call (no
+** batch, no split-K); the workspace size is 0.
+** GPU backends (CUDA, HIP) have only a small-M kernel: m <= 16 (larger m is
+** KG_ERROR_NOT_SUPPORTED; kg_explain says why), a and b 16-byte aligned,
+** lda a multiple of 8 elements, ldb a multiple of 16 bytes
+** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m. */
+typedef struct kg_gemm_fp4_args {
+  int64_t m, n, k;
+  kg_dtype dtype;               /* A, C and D: KG_F16 or KG_BF16 */
+  kg_fp4_format format;
+  kg_sf_layout sf_layout;
+  const void *a; int64_t lda;   /* elements */
+  const void *b; int64_t ldb;   /* bytes */
+  const void *sf_b; size_t sf_b_bytes;
+  const float *global_scale_b;
+  const void *c; int64_t ldc;
+  void *d; int64_t ldd;
+  float alpha, beta;
+} kg_gemm_fp4_args;
+
+kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec);
+/* Bytes of workspace kg_gemm_fp4 needs (always 0 today) after the checks. */
+kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes);
+/* Name of the variant kg_gemm_fp4 would run; *name points into static storage. */
+kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name);
 
 /* Name of the variant an FP4 op (KG_OP_FP4_* or KG_OP_SF_*) would run with
 ** these args; *name points into static storage. */

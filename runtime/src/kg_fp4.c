@@ -149,7 +149,7 @@ int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t 
 
 int kg__fp4_op(kg_op op) {
   return op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE || op == KG_OP_SF_SWIZZLE ||
-         op == KG_OP_SF_UNSWIZZLE || op == KG_OP_SF_RESWIZZLE;
+         op == KG_OP_SF_UNSWIZZLE || op == KG_OP_SF_RESWIZZLE || op == KG_OP_GEMM_FP4;
 }
 
 /* What dispatch matches on, whatever the op. */
@@ -159,6 +159,7 @@ typedef struct kg__fp4_key {
   int format;          /* -1 for conversions */
   int sf_layout;       /* conversions: the swizzled side */
   int mx_round;        /* MXFP4 quantize, else -1 */
+  const kg_gemm_fp4_args *gemm;  /* KG_OP_GEMM_FP4: m and alignment predicates; else NULL */
 } kg__fp4_key;
 
 /* (rows-1)*ld + (batch-1)*bs + cols: the extent of one operand, -1 on overflow. */
@@ -224,6 +225,57 @@ static kg_status kg__fp4_check(kg_op op, const kg_fp4_args *a, kg__fp4_key *key,
   key->format = a->format;
   key->sf_layout = a->sf_layout;
   key->mx_round = quant && a->format == KG_FP4_MXFP4 ? (int)a->mx_round : -1;
+  return KG_SUCCESS;
+}
+
+/* KG_OP_GEMM_FP4: every rule of kg.h's W4A16 section except the per-variant
+** ones (m limit, alignment), which kg__fp4_rejects says. */
+static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key, kg__sink *sink) {
+  if (!a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
+  if (a->format != KG_FP4_NVFP4 && a->format != KG_FP4_MXFP4)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown format %d (allowed: KG_FP4_NVFP4, KG_FP4_MXFP4)", (int)a->format);
+  if (!kg__sf_layout_valid(a->sf_layout))
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown sf_layout %d (allowed: KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, "
+             "KG_SF_SWIZZLED_8X4)", (int)a->sf_layout);
+  if (a->dtype != KG_F16 && a->dtype != KG_BF16)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "dtype %d: activations are 16-bit (allowed: KG_F16, KG_BF16)", (int)a->dtype);
+  if (!a->a || !a->b || !a->sf_b || !a->d) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b, sf_b and d must not be NULL");
+  if (!a->c && a->beta != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c is NULL but beta != 0");
+  if (a->m < 1 || a->n < 1 || a->k < 1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (m %lld, n %lld, k %lld)", (long long)a->m,
+             (long long)a->n, (long long)a->k);
+  if (a->k % 2 != 0)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "k = %lld is odd: two E2M1 elements share a byte, k must be even",
+             (long long)a->k);
+  if (a->lda < a->k) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "lda = %lld is smaller than k = %lld", (long long)a->lda,
+                              (long long)a->k);
+  if (a->ldb < a->k / 2) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldb = %lld bytes is smaller than k/2 = %lld",
+                                  (long long)a->ldb, (long long)(a->k / 2));
+  if (a->c && a->ldc != 0 && a->ldc < a->n)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is smaller than n = %lld (0 broadcasts one row)",
+             (long long)a->ldc, (long long)a->n);
+  if (a->ldc < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is negative", (long long)a->ldc);
+  if (a->ldd < a->n) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldd = %lld is smaller than n = %lld", (long long)a->ldd,
+                              (long long)a->n);
+  if (kg__fp4_extent(a->m, a->k, a->lda, 1, 0) < 0 || kg__fp4_extent(a->n, a->k / 2, a->ldb, 1, 0) < 0 ||
+      kg__fp4_extent(a->m, a->n, a->ldd, 1, 0) < 0 || kg__fp4_extent(a->m, a->n, a->ldc, 1, 0) < 0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand extent overflows int64");
+  int64_t kv = kg_fp4_kv(a->format, a->k);
+  size_t need;
+  if (kg_sf_size(a->sf_layout, a->n, kv, 1, &need) != KG_SUCCESS)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "scale buffer size overflows");
+  if (a->sf_b_bytes != need)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "sf_b_bytes = %zu but the %s %s scale buffer of %lld rows x %lld scales is %zu "
+             "bytes (kg_sf_size)", a->sf_b_bytes, kg__fp4_format_string(a->format),
+             kg__sf_layout_string(a->sf_layout), (long long)a->n, (long long)kv, need);
+  if (a->format == KG_FP4_MXFP4 && a->global_scale_b)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "global_scale_b is for NVFP4; MXFP4 takes NULL");
+  key->op = KG_OP_GEMM_FP4;
+  key->dtype = a->dtype;
+  key->format = a->format;
+  key->sf_layout = a->sf_layout;
+  key->mx_round = -1;
+  key->gemm = a;
   return KG_SUCCESS;
 }
 
@@ -322,8 +374,9 @@ static kg_status kg__sf_reswizzle_check(const kg_sf_reswizzle_args *a, kg_sf_job
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
-static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, const kg_exec *exec) {
-  static _Thread_local char why[160];
+static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, const kg_exec *exec, int *misaligned) {
+  static _Thread_local char why[200];
+  *misaligned = 0;
   if (v->backend != exec->backend) {
     snprintf(why, sizeof why, "backend %s, wanted %s", kg_backend_string(v->backend), kg_backend_string(exec->backend));
     return why;
@@ -347,6 +400,26 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
              kg__mx_round_string(k->mx_round));
     return why;
   }
+  const kg_gemm_fp4_args *g = k->gemm;
+  if (g) {
+    if (v->max_m > 0 && g->m > v->max_m) {
+      snprintf(why, sizeof why, "m %lld above the variant's limit %d (the %s FP4 GEMM has only its small-M kernel)",
+               (long long)g->m, v->max_m, kg_backend_string(v->backend));
+      return why;
+    }
+    if (v->backend != KG_BACKEND_C && (g->n + 3) / 4 > 2147483647) return "n needs more than 2^31-1 blocks";
+    if (v->align > 1) {
+      const char *bad = (uintptr_t)g->a % 16 != 0 ? "a: pointer must be 16-byte aligned"
+                        : g->lda % 8 != 0         ? "a: lda must be a multiple of 8 elements"
+                        : (uintptr_t)g->b % 16 != 0 ? "b: pointer must be 16-byte aligned"
+                        : g->ldb % 16 != 0        ? "b: ldb must be a multiple of 16 bytes" : NULL;
+      if (bad) {
+        *misaligned = 1;
+        snprintf(why, sizeof why, "operand %s (16-byte loads)", bad);
+        return why;
+      }
+    }
+  }
   return NULL;
 }
 
@@ -358,6 +431,7 @@ typedef struct kg__fp4_call {
 static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec, kg__fp4_call *call,
                                 const kg_variant **out, kg__sink *sink) {
   kg_status st;
+  call->key.gemm = NULL;
   switch (op) {
     case KG_OP_FP4_QUANTIZE: case KG_OP_FP4_DEQUANTIZE:
       st = kg__fp4_check(op, (const kg_fp4_args *)args, &call->key, sink); break;
@@ -365,11 +439,13 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
       st = kg__sf_swizzle_check(op, (const kg_sf_swizzle_args *)args, &call->job, &call->key, sink); break;
     case KG_OP_SF_RESWIZZLE:
       st = kg__sf_reswizzle_check((const kg_sf_reswizzle_args *)args, &call->job, &call->key, sink); break;
+    case KG_OP_GEMM_FP4:
+      st = kg__gemm_fp4_check((const kg_gemm_fp4_args *)args, &call->key, sink); break;
     default: KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)op);
   }
   if (st != KG_SUCCESS) return st;
   if ((st = kg__check_exec(exec, sink)) != KG_SUCCESS) return st;
-  int named = 0;
+  int named = 0, any_misaligned = 0;
   const kg_variant *chosen = NULL;
   for (int i = 0; i < kg_variants_count; i++) {
     const kg_variant *v = &kg_variants[i];
@@ -377,14 +453,15 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
     if (exec->variant && strcmp(exec->variant, v->name) != 0) continue;
     named = 1;
     if (chosen) { kg__say(sink, "%s: not considered: %s chosen first\n", v->name, chosen->name); continue; }
-    const char *why = kg__fp4_rejects(v, &call->key, exec);
-    if (why) { kg__say(sink, "%s: rejected: %s\n", v->name, why); continue; }
+    int mis;
+    const char *why = kg__fp4_rejects(v, &call->key, exec, &mis);
+    if (why) { any_misaligned |= mis; kg__say(sink, "%s: rejected: %s\n", v->name, why); continue; }
     chosen = v;
     kg__say(sink, "%s: chosen (%s)\n", v->name, v->spec);
   }
   if (!chosen) {
     if (exec->variant && !named) kg__say(sink, "no variant named '%s'\n", exec->variant);
-    return KG_ERROR_NOT_SUPPORTED;
+    return any_misaligned ? KG_ERROR_MISALIGNED_OPERAND : KG_ERROR_NOT_SUPPORTED;
   }
   *out = chosen;
   return KG_SUCCESS;
@@ -413,6 +490,7 @@ static kg_status kg__fp4_run(kg_op op, const void *args, const kg_exec *exec) {
   kg_status st = kg__fp4_select(op, args, exec, &call, &v, NULL);
   if (st != KG_SUCCESS) return st;
   if (op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE) return v->fp4_launch((const kg_fp4_args *)args, exec);
+  if (op == KG_OP_GEMM_FP4) return v->gemm_fp4_launch((const kg_gemm_fp4_args *)args, exec);
   return v->sf_launch(&call.job, exec);
 }
 
@@ -430,4 +508,17 @@ kg_status kg_sf_unswizzle(const kg_sf_swizzle_args *args, const kg_exec *exec) {
 }
 kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec) {
   return kg__fp4_run(KG_OP_SF_RESWIZZLE, args, exec);
+}
+
+kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec) {
+  return kg__fp4_run(KG_OP_GEMM_FP4, args, exec);
+}
+kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name) {
+  return kg_fp4_select(KG_OP_GEMM_FP4, args, exec, name);
+}
+kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
+  const char *name;
+  if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
+  *bytes = 0;
+  return kg_gemm_fp4_select(args, exec, &name);
 }

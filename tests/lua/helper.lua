@@ -102,6 +102,7 @@ function H.stub_templates()
   -- the fp4 family's templates (one stub per file it renders)
   H.sh("mkdir -p " .. shell_quote(dir .. "/fp4"))
   for _, t in ipairs(require("families.fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
+  for _, t in ipairs(require("families.gemm_fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   return dir
 end
 

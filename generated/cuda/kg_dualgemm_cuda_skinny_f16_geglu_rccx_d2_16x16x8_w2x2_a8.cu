@@ -18,7 +18,7 @@
 #include "kg_internal.h"
 #include <math.h>
 
-enum { WS = 32, KSPLIT = 2, CG = 4, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
+enum { WS = 32, KSPLIT = 2, CG = 2, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
 
 /* The problem as kernels see it. Strides are in elements: X[i][j] sits at
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
@@ -95,11 +95,11 @@ static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 
                : "r"(a[0].z), "r"(a[1].z), "r"(a[0].w), "r"(a[1].w), "r"(b.z), "r"(b.w));
 }
 
-__global__ void __launch_bounds__(256) kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_kernel(kg_params p) {
+__global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_kernel(kg_params p) {
   __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
   const int lane = (int)threadIdx.x % WS;
   const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
-  const int64_t n0 = (int64_t)blockIdx.x * 32 + cg * (J * 8);
+  const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
   const int64_t m0 = (int64_t)blockIdx.y * 16;
   const int z = (int)blockIdx.z;
   const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -197,19 +197,19 @@ __global__ void __launch_bounds__(256) kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2
     }
 }
 
-static int64_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_tiles(const kg_dualgemm_args *args) {
-  return ((args->m + 16 - 1) / 16) * ((args->n + 32 - 1) / 32);
+static int64_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_tiles(const kg_dualgemm_args *args) {
+  return ((args->m + 16 - 1) / 16) * ((args->n + 16 - 1) / 16);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
@@ -243,16 +243,16 @@ extern "C" kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8(c
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
     if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
-  dim3 grid((unsigned)((args->n + 32 - 1) / 32), (unsigned)((args->m + 16 - 1) / 16),
+  dim3 grid((unsigned)((args->n + 16 - 1) / 16), (unsigned)((args->m + 16 - 1) / 16),
             (unsigned)(batched ? args->batch_count : p.slices));
-  dim3 block(256);
-  kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x32x8_w2x4_a8_kernel<<<grid, block, 0, stream>>>(p);
+  dim3 block(128);
+  kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_kernel<<<grid, block, 0, stream>>>(p);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;

@@ -1,0 +1,321 @@
+/*
+** check_gemm_fp4.c -- GemmFp4Test: W4A16 block-scaled FP4 GEMM on the C backend.
+**
+** The reference is written here, independent of the runtime: the test
+** decodes every weight itself (E2M1 table, E4M3 / UE8M0 scale values and the
+** three scale layouts by fp4.md's formulas) and sums in double on the
+** dequantized operands. Tolerance: the output type's rounding of |ref| plus
+** the f32 accumulation error bound (k + 4) * 2^-23 * sum |a| |w|.
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define POISON8 0xA5u
+
+static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
+static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
+static double e4m3(unsigned c) {
+  unsigned e = (c >> 3) & 15u, m = c & 7u;
+  if (e == 15 && m == 7) return NAN;
+  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
+  return (c & 0x80u) ? -v : v;
+}
+static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
+
+/* Scale-buffer offset of (row, kb) for one group, by fp4.md; and the size. */
+static int64_t ref_off(int layout, int64_t rows, int64_t kv, int64_t r, int64_t kb) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return r * kv + kb;
+  if (layout == KG_SF_SWIZZLED_128X4)
+    return (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
+  (void)rows;
+  return (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
+}
+static size_t ref_sf_bytes(int layout, int64_t rows, int64_t kv) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return (size_t)(rows * kv);
+  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)((rows + 127) / 128 * kt * 512);
+  return (size_t)((rows + 7) / 8 * kt * 32);
+}
+
+typedef struct gprob {
+  kg_gemm_fp4_args a;
+  int bsz;            /* block size */
+  int64_t kv;
+  float gs;           /* NVFP4 global scale (host copy; 1 when NULL) */
+} gprob;
+
+static void free_gprob(gprob *p) {
+  tu_free((void *)p->a.a); tu_free((void *)p->a.b); tu_free((void *)p->a.sf_b);
+  tu_free((void *)p->a.c); tu_free(p->a.d); tu_free((void *)p->a.global_scale_b);
+}
+
+/* Random problem: A in [-2, 2), every E2M1 code, scales in a moderate range,
+** the swizzled padding (never read) set to poison bytes, D poisoned. */
+static gprob make_gprob(int64_t m, int64_t n, int64_t k, kg_dtype t, int format, int layout, int with_gs,
+                        int with_c, int bias_row, uint64_t seed) {
+  gprob p;
+  memset(&p, 0, sizeof p);
+  tu_rng rng;
+  tu_rng_seed(&rng, seed);
+  kg_gemm_fp4_args *a = &p.a;
+  a->m = m; a->n = n; a->k = k; a->dtype = t; a->format = (kg_fp4_format)format; a->sf_layout = (kg_sf_layout)layout;
+  p.bsz = format == KG_FP4_NVFP4 ? 16 : 32;
+  p.kv = (k + p.bsz - 1) / p.bsz;
+  a->lda = k + 3;
+  a->ldb = k / 2 + 5;
+  a->ldd = n + 2;
+  void *A = tu_alloc((size_t)(m * a->lda) * 2);
+  for (int64_t i = 0; i < m * a->lda; i++) tu_set(A, t, i, tu_rng_uniform(&rng) * 4.0 - 2.0);
+  uint8_t *B = tu_alloc((size_t)(n * a->ldb));
+  for (int64_t i = 0; i < n * a->ldb; i++) B[i] = (uint8_t)tu_rng_next(&rng);
+  a->sf_b_bytes = ref_sf_bytes(layout, n, p.kv);
+  uint8_t *S = tu_alloc(a->sf_b_bytes);
+  memset(S, 0xff, a->sf_b_bytes);   /* padding: NaN scales in both formats if ever read */
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t kb = 0; kb < p.kv; kb++)
+      S[ref_off(layout, n, p.kv, r, kb)] =
+          format == KG_FP4_NVFP4 ? (uint8_t)tu_rng_int(&rng, 0x08, 0x6f) : (uint8_t)tu_rng_int(&rng, 118, 134);
+  a->a = A; a->b = B; a->sf_b = S;
+  p.gs = 1.0f;
+  if (format == KG_FP4_NVFP4 && with_gs) {
+    float *g = tu_alloc(sizeof(float));
+    g[0] = p.gs = 2688.0f / 317.25f;
+    a->global_scale_b = g;
+  }
+  a->alpha = 0.75f;
+  if (with_c) {
+    a->ldc = bias_row ? 0 : n + 1;
+    int64_t cn = bias_row ? n : m * a->ldc;
+    void *C = tu_alloc((size_t)cn * 2);
+    for (int64_t i = 0; i < cn; i++) tu_set(C, t, i, tu_rng_uniform(&rng) * 2.0 - 1.0);
+    a->c = C; a->beta = -0.5f;
+  }
+  a->d = tu_alloc((size_t)(m * a->ldd) * 2);
+  tu_poison(a->d, t, m * a->ldd);
+  return p;
+}
+
+/* Dequantized weight (col, kk) from the bytes, by fp4.md. */
+static double deq(const gprob *p, int64_t col, int64_t kk) {
+  const uint8_t *B = p->a.b, *S = p->a.sf_b;
+  unsigned byte = B[col * p->a.ldb + kk / 2];
+  unsigned code = kk % 2 ? byte >> 4 : byte & 15u;
+  unsigned s = S[ref_off(p->a.sf_layout, p->a.n, p->kv, col, kk / p->bsz)];
+  return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)p->gs : e2m1(code) * ue8m0(s);
+}
+
+/* Compares D with the reference; returns the max error in units of the tolerance. */
+static double check_d(const gprob *p, const char *what) {
+  const kg_gemm_fp4_args *a = &p->a;
+  double *w = malloc(sizeof(double) * (size_t)(a->n * a->k));
+  for (int64_t j = 0; j < a->n; j++)
+    for (int64_t kk = 0; kk < a->k; kk++) w[j * a->k + kk] = deq(p, j, kk);
+  double worst = 0.0, u = tu_unit_roundoff(a->dtype);
+  for (int64_t i = 0; i < a->m; i++)
+    for (int64_t j = 0; j < a->ldd; j++) {
+      if (j >= a->n) {
+        ck_assert_msg(tu_is_poison(a->d, a->dtype, i * a->ldd + j), "%s: gap (%lld, %lld) written", what,
+                      (long long)i, (long long)j);
+        continue;
+      }
+      double s = 0.0, abs = 0.0;
+      for (int64_t kk = 0; kk < a->k; kk++) {
+        double x = tu_get(a->a, a->dtype, i * a->lda + kk) * w[j * a->k + kk];
+        s += x; abs += fabs(x);
+      }
+      double ref = a->alpha * s, cterm = 0.0;
+      if (a->c && a->beta != 0.0f) cterm = a->beta * tu_get(a->c, a->dtype, i * a->ldc + j);
+      ref += cterm;
+      double tol = 2.0 * u * fabs(ref) + (double)(a->k + 4) * ldexp(1.0, -23) * fabs(a->alpha) * abs +
+                   ldexp(1.0, -22) * fabs(cterm) + 1e-30;
+      double got = tu_get(a->d, a->dtype, i * a->ldd + j);
+      ck_assert_msg(fabs(got - ref) <= tol, "%s: D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)", what,
+                    (long long)i, (long long)j, got, ref, tol);
+      if (fabs(got - ref) / tol > worst) worst = fabs(got - ref) / tol;
+    }
+  free(w);
+  return worst;
+}
+
+static const char *fmt_name(int f) { return f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4"; }
+static const char *lay_name(int l) { return l == KG_SF_LINEAR ? "linear" : l == KG_SF_SWIZZLED_128X4 ? "128x4" : "8x4"; }
+
+typedef struct shape { int64_t m, n, k; int with_c, bias_row, with_gs; } shape;
+static const shape SHAPES[] = {
+  { 1, 1, 2, 0, 0, 1 },       /* smallest */
+  { 3, 7, 30, 1, 0, 1 },      /* short last block in both formats */
+  { 5, 33, 96, 0, 0, 0 },     /* NVFP4 without global scale */
+  { 17, 130, 200, 1, 1, 1 },  /* kv 13 / 7: not multiples of 4; bias row */
+  { 70, 300, 64, 1, 0, 1 },   /* more than one M and N block */
+  { 2, 9, 546, 0, 0, 1 },     /* more than two K blocks, ragged */
+};
+
+START_TEST(test_every_c_variant) {
+  const kg_dtype TYPES[] = { KG_BF16, KG_F16 };
+  int ran = 0;
+  for (int ti = 0; ti < 2; ti++)
+    for (int f = 0; f < 2; f++)
+      for (int l = 0; l < 3; l++) {
+        char name[96];
+        snprintf(name, sizeof name, "kg_fp4gemm_c_blocked_%s_%s_sf%s", fmt_name(f), tu_dtype_name(TYPES[ti]),
+                 lay_name(l));
+        for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+          const shape *sh = &SHAPES[s];
+          gprob p = make_gprob(sh->m, sh->n, sh->k, TYPES[ti], f, l, sh->with_gs, sh->with_c, sh->bias_row,
+                               1000 + 17 * s + 3 * l + 7 * f + ti);
+          kg_exec e = tu_exec_c();
+          const char *sel = NULL;
+          ck_assert_int_eq(kg_gemm_fp4_select(&p.a, &e, &sel), KG_SUCCESS);
+          ck_assert_str_eq(sel, name);
+          size_t ws = 99;
+          ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+          ck_assert_int_eq((int)ws, 0);
+          e.variant = name;
+          kg_status st = kg_gemm_fp4(&p.a, &e);
+          ck_assert_msg(st == KG_SUCCESS, "%s: %s", name, kg_status_string(st));
+          char what[160];
+          snprintf(what, sizeof what, "%s m%lld n%lld k%lld", name, (long long)sh->m, (long long)sh->n,
+                   (long long)sh->k);
+          check_d(&p, what);
+          free_gprob(&p);
+          ran++;
+        }
+      }
+  ck_assert_int_eq(ran, 12 * (int)(sizeof SHAPES / sizeof SHAPES[0]));
+}
+END_TEST
+
+/* Exact case: power-of-two scales, small K, alpha 1: the f32 sum is exact, so
+** D is the reference rounded once to the output type. */
+START_TEST(test_exact_small) {
+  for (int f = 0; f < 2; f++) {
+    gprob p = make_gprob(4, 5, 64, KG_BF16, f, KG_SF_SWIZZLED_8X4, 0, 0, 0, 77 + f);
+    uint8_t *S = (uint8_t *)p.a.sf_b;
+    for (int64_t r = 0; r < 5; r++)
+      for (int64_t kb = 0; kb < p.kv; kb++)
+        S[ref_off(KG_SF_SWIZZLED_8X4, 5, p.kv, r, kb)] = f == KG_FP4_NVFP4 ? 0x38 /* 1.0 */ : 126; /* 0.5 */
+    for (int64_t i = 0; i < 4 * p.a.lda; i++) tu_set((void *)p.a.a, KG_BF16, i, (double)((i % 7) - 3) * 0.25);
+    p.a.alpha = 1.0f;
+    kg_exec e = tu_exec_c();
+    ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+    for (int64_t i = 0; i < 4; i++)
+      for (int64_t j = 0; j < 5; j++) {
+        double s = 0.0;
+        for (int64_t kk = 0; kk < 64; kk++) s += tu_get(p.a.a, KG_BF16, i * p.a.lda + kk) * deq(&p, j, kk);
+        ck_assert_msg(tu_get(p.a.d, KG_BF16, i * p.a.ldd + j) == tu_round(KG_BF16, s), "%s (%lld, %lld): %g vs %g",
+                      fmt_name(f), (long long)i, (long long)j, tu_get(p.a.d, KG_BF16, i * p.a.ldd + j), s);
+      }
+    free_gprob(&p);
+  }
+}
+END_TEST
+
+static void expect(const kg_gemm_fp4_args *a, kg_status want, const char *what) {
+  kg_exec e = tu_exec_c();
+  kg_status st = kg_gemm_fp4(a, &e);
+  ck_assert_msg(st == want, "%s: got %s, wanted %s", what, kg_status_string(st), kg_status_string(want));
+  char buf[8192];
+  st = kg_explain(KG_OP_GEMM_FP4, a, &e, buf, sizeof buf);
+  ck_assert_msg(st == want, "%s: explain %s", what, kg_status_string(st));
+  if (want == KG_ERROR_INVALID_ARGUMENT || want == KG_ERROR_INVALID_PROBLEM)
+    ck_assert_msg(strncmp(buf, "arguments: ", 11) == 0, "%s: %s", what, buf);
+}
+
+START_TEST(test_validation_statuses) {
+  gprob p = make_gprob(3, 20, 64, KG_BF16, KG_FP4_NVFP4, KG_SF_SWIZZLED_128X4, 1, 1, 0, 5);
+  kg_gemm_fp4_args a;
+  expect(&p.a, KG_SUCCESS, "valid");
+  ck_assert_int_eq(kg_gemm_fp4(NULL, &(kg_exec){ 0 }), KG_ERROR_INVALID_ARGUMENT);
+  a = p.a; ck_assert_int_eq(kg_gemm_fp4(&a, NULL), KG_ERROR_INVALID_ARGUMENT);
+  a = p.a; a.sf_b_bytes += 1; expect(&a, KG_ERROR_INVALID_PROBLEM, "sf_b_bytes one too many");
+  a = p.a; a.sf_layout = KG_SF_LINEAR; expect(&a, KG_ERROR_INVALID_PROBLEM, "128x4 buffer passed as linear");
+  a = p.a; a.format = KG_FP4_MXFP4; a.global_scale_b = NULL; a.sf_layout = KG_SF_LINEAR; a.sf_b_bytes = 20 * 4;
+  expect(&a, KG_ERROR_INVALID_PROBLEM, "linear nvfp4-sized scale buffer passed as mxfp4 (80 vs 40 bytes)");
+  a.sf_b_bytes = 20 * 2; expect(&a, KG_SUCCESS, "linear mxfp4 scale buffer");
+  a = p.a; a.format = KG_FP4_MXFP4; a.sf_b_bytes = 512;  /* kv 2: still one 128x4 atom */
+  expect(&a, KG_ERROR_INVALID_PROBLEM, "mxfp4 with a global scale");
+  a = p.a; a.k = 63; expect(&a, KG_ERROR_INVALID_PROBLEM, "odd k");
+  a = p.a; a.m = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "m 0");
+  a = p.a; a.n = -1; expect(&a, KG_ERROR_INVALID_ARGUMENT, "n negative");
+  a = p.a; a.lda = 63; expect(&a, KG_ERROR_INVALID_ARGUMENT, "lda < k");
+  a = p.a; a.ldb = 31; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldb < k/2");
+  a = p.a; a.ldd = 19; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldd < n");
+  a = p.a; a.ldc = 5; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldc < n");
+  a = p.a; a.ldc = -1; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldc negative");
+  a = p.a; a.c = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "c NULL with beta");
+  a = p.a; a.c = NULL; a.beta = 0.0f; expect(&a, KG_SUCCESS, "c NULL without beta");
+  a = p.a; a.b = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "b NULL");
+  a = p.a; a.sf_b = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "sf_b NULL");
+  a = p.a; a.d = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "d NULL");
+  a = p.a; a.dtype = KG_F32; expect(&a, KG_ERROR_INVALID_ARGUMENT, "f32 activations");
+  a = p.a; a.dtype = (kg_dtype)9; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown dtype");
+  a = p.a; a.format = (kg_fp4_format)7; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown format");
+  a = p.a; a.sf_layout = (kg_sf_layout)7; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown layout");
+  a = p.a; a.lda = INT64_MAX / 2; expect(&a, KG_ERROR_INVALID_ARGUMENT, "extent overflow");
+  size_t ws = 7;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &(kg_exec){ 0 }, NULL), KG_ERROR_INVALID_ARGUMENT);
+  a = p.a; a.k = 63;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&a, &(kg_exec){ 0 }, &ws), KG_ERROR_INVALID_PROBLEM);
+  ck_assert_int_eq((int)ws, 0);
+  const char *name = "x";
+  ck_assert_int_eq(kg_gemm_fp4_select(&a, &(kg_exec){ 0 }, &name), KG_ERROR_INVALID_PROBLEM);
+  ck_assert_ptr_null(name);
+  /* nothing was written by the failing calls */
+  for (int64_t i = 0; i < 3 * p.a.ldd; i++) ck_assert(tu_is_poison(p.a.d, KG_BF16, i) || i % p.a.ldd < 20);
+  free_gprob(&p);
+}
+END_TEST
+
+START_TEST(test_dispatch_and_explain) {
+  gprob p = make_gprob(40, 20, 64, KG_F16, KG_FP4_MXFP4, KG_SF_LINEAR, 0, 0, 0, 9);
+  kg_exec e = tu_exec_c();
+  char buf[16384];
+  ck_assert_int_eq(kg_explain(KG_OP_GEMM_FP4, &p.a, &e, buf, sizeof buf), KG_SUCCESS);
+  ck_assert_msg(strstr(buf, "kg_fp4gemm_c_blocked_mxfp4_f16_sflinear: chosen (specs/gemm_fp4.lua:"), "%s", buf);
+  ck_assert_msg(strstr(buf, "kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear: rejected: format nvfp4, wanted mxfp4"), "%s",
+                buf);
+  ck_assert_msg(strstr(buf, "kg_fp4gemm_c_blocked_nvfp4_f16_sflinear: not considered: "
+                            "kg_fp4gemm_c_blocked_mxfp4_f16_sflinear chosen first"), "%s", buf);
+  ck_assert_msg(strstr(buf, "kg_fp4gemm_c_blocked_mxfp4_bf16_sflinear: rejected: dtype bf16, wanted f16"), "%s", buf);
+  ck_assert_msg(strstr(buf, "kg_fp4gemm_c_blocked_mxfp4_f16_sf128x4: rejected: scale layout 128x4, wanted linear"),
+                "%s", buf);
+  for (const char *l = buf; *l; l = strchr(l, '\n') + 1)
+    ck_assert_msg(strncmp(l, "kg_fp4gemm_", 11) == 0, "explain lists another op's variant: %s", l);
+  /* GPU variants (when compiled in) say backend; a forced wrong variant is not supported */
+  e.variant = "kg_fp4gemm_c_blocked_nvfp4_f16_sflinear";
+  ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
+  for (int64_t i = 0; i < 40 * p.a.ldd; i++) ck_assert(tu_is_poison(p.a.d, KG_F16, i));
+  e.variant = "kg_fp4_c_dequantize_mxfp4_f16_sflinear";   /* another op's variant */
+  ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
+  e.variant = "no_such_variant";
+  ck_assert_int_eq(kg_explain(KG_OP_GEMM_FP4, &p.a, &e, buf, sizeof buf), KG_ERROR_NOT_SUPPORTED);
+  ck_assert_msg(strstr(buf, "no variant named 'no_such_variant'"), "%s", buf);
+  /* the GEMM entry points do not take this op */
+  const char *name = NULL;
+  ck_assert_int_eq(kg_fp4_select(KG_OP_GEMM_FP4, &p.a, &(kg_exec){ 0 }, &name), KG_SUCCESS);
+  ck_assert_str_eq(name, "kg_fp4gemm_c_blocked_mxfp4_f16_sflinear");
+  /* the GPU backends, when absent, are unavailable (checked after the arguments) */
+  if (!kg_backend_available(KG_BACKEND_CUDA)) {
+    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0 };
+    ck_assert_int_eq(kg_gemm_fp4(&p.a, &g), KG_ERROR_BACKEND_UNAVAILABLE);
+  }
+  free_gprob(&p);
+}
+END_TEST
+
+Suite *gemm_fp4_suite(void) {
+  Suite *s = suite_create("GemmFp4Test");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_every_c_variant);
+  tcase_add_test(tc, test_exact_small);
+  tcase_add_test(tc, test_validation_statuses);
+  tcase_add_test(tc, test_dispatch_and_explain);
+  suite_add_tcase(s, tc);
+  return s;
+}

@@ -1,0 +1,336 @@
+/*
+** test_gpu_gemm_fp4.c -- every compiled CUDA W4A16 FP4 GEMM variant (kg_fp4gemm_cuda_*) against a
+** reference computed here on the CPU, on the dequantized operands (never against other generated
+** code or the runtime's FP4 helpers).
+**
+** Built by `make test-gpu` (plain C, libkg + cudart; no Lua, no libcheck). Each variant is forced
+** by name (kg_exec.variant); format, dtype and scale layout come from the name
+** kg_fp4gemm_cuda_<kernel>_<nvfp4|mxfp4>_<f16|bf16>_sf<linear|128x4|8x4>.
+**
+** Reference (kg.h W4A16 section, shared/reference/fp4.md): the weight byte of (n, k) is
+** B[n*ldb + k/2], low nibble for even k; E2M1 from the 8-magnitude table; the scale byte at the
+** layout's offset written out here (linear, 128x4, 8x4 formulas); NVFP4 w = e2m1 * e4m3(sf) / gs,
+** MXFP4 w = e2m1 * 2^(sf-127); bf16 / f16 decoded here; D = alpha * sum a*w + beta * C in double.
+** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
+** + 2^-22 |beta C|. Reported as the worst error in tolerance units per variant.
+**
+** Cases: m in {1, 2, 5, 16}, n in {1, 7, 129, 300}, k in {2, 30, 64, 200, 544, 4096} (ragged
+** chunks of 32, kv not a multiple of 4), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
+** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
+** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
+** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
+** must be untouched. Statuses: m = 17 -> KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the
+** limit), a misaligned lda -> KG_ERROR_MISALIGNED_OPERAND, odd k -> KG_ERROR_INVALID_PROBLEM, and
+** nothing written. Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
+** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
+**
+** Checking the test itself without a GPU: -DKG_FP4GEMM_TEST_HOST runs the C-backend variants
+** (kg_fp4gemm_c_*) in host memory:
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4GEMM_TEST_HOST -Iruntime/include \
+**     tests/gpu/test_gpu_gemm_fp4.c build/c/libkg.a -lm -lpthread -o build/test_gemm_fp4_host
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KG_FP4GEMM_TEST_HOST
+#include <cuda_runtime.h>
+#endif
+
+#include "kg.h"
+
+#ifdef KG_FP4GEMM_TEST_HOST
+#define VPREFIX "kg_fp4gemm_c_"
+#define BACKEND KG_BACKEND_C
+#else
+#define VPREFIX "kg_fp4gemm_cuda_"
+#define BACKEND KG_BACKEND_CUDA
+#endif
+
+#define POISON 0xABu
+#define GUARD ((size_t)256)
+
+static int g_pass, g_fail;
+static void summary(void) { printf("%d passed, %d failed\n", g_pass, g_fail); fflush(stdout); }
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  return p;
+}
+
+#ifdef KG_FP4GEMM_TEST_HOST
+static void *g_stream = NULL;
+static void *dev_alloc(size_t n) { return xmalloc(n); }
+static void dev_free(void *p) { free(p); }
+static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
+static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
+static void dev_sync(void) {}
+#else
+static cudaStream_t g_stream;
+#define CK(call)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      g_fail++;                                                                               \
+      summary();                                                                              \
+      exit(2);                                                                                \
+    }                                                                                         \
+  } while (0)
+static void *dev_alloc(size_t n) { void *p = NULL; CK(cudaMalloc(&p, n ? n : 1)); return p; }
+static void dev_free(void *p) { CK(cudaFree(p)); }
+static void h2d(void *d, const void *h, size_t n) { CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
+static void d2h(void *h, const void *d, size_t n) { CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)); }
+static void dev_sync(void) { CK(cudaStreamSynchronize(g_stream)); CK(cudaGetLastError()); }
+#endif
+
+/* ---- reference numerics ---------------------------------------------------------------------- */
+static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
+static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
+static double e4m3(unsigned c) {
+  unsigned e = (c >> 3) & 15u, m = c & 7u;
+  if (e == 15 && m == 7) return NAN;
+  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
+  return (c & 0x80u) ? -v : v;
+}
+static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
+static double f16_val(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1.0 + m / 1024.0, e - 15);
+  return (h & 0x8000u) ? -v : v;
+}
+static double bf16_val(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+/* Nearest-even 16-bit pattern of an exactly representable-or-not double (inputs only). */
+static uint16_t to16(double v, int bf) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (bf) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  /* f16: inputs here are normal, |v| < 4 */
+  double a = fabs(v);
+  if (a < ldexp(1.0, -14)) return (uint16_t)(v < 0 ? 0x8000u : 0);
+  int e;
+  double fr = frexp(a, &e);   /* a = fr * 2^e, fr in [0.5, 1) */
+  double mant = nearbyint((fr * 2.0 - 1.0) * 1024.0);
+  int ex = e - 1 + 15;
+  if (mant >= 1024.0) { mant = 0; ex++; }
+  return (uint16_t)((v < 0 ? 0x8000u : 0) | ((unsigned)ex << 10) | (unsigned)mant);
+}
+
+static int64_t sf_off(int layout, int64_t kv, int64_t r, int64_t kb) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return r * kv + kb;
+  if (layout == KG_SF_SWIZZLED_128X4)
+    return (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
+  return (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
+}
+static size_t sf_bytes(int layout, int64_t rows, int64_t kv) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return (size_t)(rows * kv);
+  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)((rows + 127) / 128 * kt * 512);
+  return (size_t)((rows + 7) / 8 * kt * 32);
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
+static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+
+typedef struct gvar { const char *name; int format, bf, layout; } gvar;
+
+static int parse(const char *name, gvar *v) {
+  char fmt[8], dt[8], lay[8];
+  const char *p = name + strlen(VPREFIX);
+  const char *u = strchr(p, '_');   /* after the kernel */
+  if (!u || sscanf(u + 1, "%5[a-z0-9]_%4[a-z0-9]_sf%7s", fmt, dt, lay) != 3) return 0;
+  v->name = name;
+  v->format = !strcmp(fmt, "nvfp4") ? KG_FP4_NVFP4 : !strcmp(fmt, "mxfp4") ? KG_FP4_MXFP4 : -1;
+  v->bf = !strcmp(dt, "bf16") ? 1 : !strcmp(dt, "f16") ? 0 : -1;
+  v->layout = !strcmp(lay, "linear") ? KG_SF_LINEAR : !strcmp(lay, "128x4") ? KG_SF_SWIZZLED_128X4
+            : !strcmp(lay, "8x4") ? KG_SF_SWIZZLED_8X4 : -1;
+  return v->format >= 0 && v->bf >= 0 && v->layout >= 0;
+}
+
+/* Device buffer with guards: returns the base; *inner is base + GUARD. */
+static uint8_t *guarded(size_t n, uint8_t **inner) {
+  uint8_t *b = dev_alloc(n + 2 * GUARD);
+  *inner = b + GUARD;
+  return b;
+}
+
+typedef struct gcase { int64_t m, n, k; int with_c, bias, with_gs; } gcase;
+
+/* One case of variant v. Returns 1 on pass. *worst: error in tolerance units. */
+static int run_case(const gvar *v, const gcase *c, double *worst) {
+  const int64_t m = c->m, n = c->n, k = c->k, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bs - 1) / bs;
+  const int64_t lda = (k + 8 + 7) / 8 * 8, ldb = (k / 2 + 16 + 15) / 16 * 16, ldd = n + 3, ldc = c->bias ? 0 : n + 1;
+  const double gs = v->format == KG_FP4_NVFP4 && c->with_gs ? (double)(2688.0f / 5.5f) : 1.0;
+  const float gsf = 2688.0f / 5.5f;
+  uint16_t *A = xmalloc((size_t)(m * lda) * 2);
+  for (int64_t i = 0; i < m * lda; i++) A[i] = to16(uni() * 4.0 - 2.0, v->bf);
+  uint8_t *B = xmalloc((size_t)(n * ldb));
+  for (int64_t i = 0; i < n * ldb; i++) B[i] = (uint8_t)rnd();
+  size_t sfn = sf_bytes(v->layout, n, kv);
+  uint8_t *S = xmalloc(sfn);
+  memset(S, 0xff, sfn);
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t kb = 0; kb < kv; kb++)
+      S[sf_off(v->layout, kv, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x08 + rnd() % 0x68) : (uint8_t)(118 + rnd() % 17);
+  int64_t cn = c->with_c ? (c->bias ? n : m * ldc) : 0;
+  uint16_t *C = xmalloc((size_t)(cn ? cn : 1) * 2);
+  for (int64_t i = 0; i < cn; i++) C[i] = to16(uni() * 2.0 - 1.0, v->bf);
+  size_t dn = (size_t)(m * ldd) * 2;
+  uint8_t *D = xmalloc(dn + 2 * GUARD);
+  memset(D, POISON, dn + 2 * GUARD);
+
+  uint8_t *dA, *dB, *dS, *dC, *dD, *dG;
+  uint8_t *bA = guarded((size_t)(m * lda) * 2, &dA), *bB = guarded((size_t)(n * ldb), &dB);
+  uint8_t *bS = guarded(sfn, &dS), *bC = guarded((size_t)(cn ? cn : 1) * 2, &dC), *bG = guarded(4, &dG);
+  uint8_t *bD = dev_alloc(dn + 2 * GUARD);
+  dD = bD + GUARD;
+  h2d(dA, A, (size_t)(m * lda) * 2); h2d(dB, B, (size_t)(n * ldb)); h2d(dS, S, sfn);
+  if (cn) h2d(dC, C, (size_t)cn * 2);
+  h2d(dG, &gsf, 4);
+  h2d(bD, D, dn + 2 * GUARD);
+
+  kg_gemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.m = m; a.n = n; a.k = k; a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout;
+  a.a = dA; a.lda = lda; a.b = dB; a.ldb = ldb; a.sf_b = dS; a.sf_b_bytes = sfn;
+  a.global_scale_b = v->format == KG_FP4_NVFP4 && c->with_gs ? (const float *)dG : NULL;
+  a.c = cn ? dC : NULL; a.ldc = ldc; a.beta = cn ? -0.5f : 0.0f;
+  a.d = dD; a.ldd = ldd; a.alpha = 1.25f;
+  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_status st = kg_gemm_fp4(&a, &e);
+  dev_sync();
+  int ok = 1;
+  if (st != KG_SUCCESS) {
+    printf("FAIL %s m%lld n%lld k%lld: %s\n", v->name, (long long)m, (long long)n, (long long)k, kg_status_string(st));
+    ok = 0;
+  }
+  d2h(D, bD, dn + 2 * GUARD);
+  const double u = v->bf ? ldexp(1.0, -8) : ldexp(1.0, -11);
+  int shown = 0;
+  for (size_t i = 0; ok && i < GUARD; i++)
+    if (D[i] != POISON || D[GUARD + dn + i] != POISON) { printf("FAIL %s: guard byte written\n", v->name); ok = 0; }
+  double *w = xmalloc(sizeof(double) * (size_t)(n * k));
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t kk = 0; kk < k; kk++) {
+      unsigned byte = B[j * ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
+      unsigned s = S[sf_off(v->layout, kv, j, kk / bs)];
+      w[j * k + kk] = v->format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / gs : e2m1(code) * ue8m0(s);
+    }
+  for (int64_t i = 0; ok && i < m; i++)
+    for (int64_t j = 0; j < ldd; j++) {
+      const uint8_t *px = D + GUARD + (size_t)(i * ldd + j) * 2;
+      uint16_t got16 = (uint16_t)(px[0] | (px[1] << 8));
+      if (j >= n) {
+        if (px[0] != POISON || px[1] != POISON) { printf("FAIL %s: D gap (%lld, %lld) written\n", v->name, (long long)i, (long long)j); ok = 0; }
+        continue;
+      }
+      double s = 0.0, abs = 0.0;
+      for (int64_t kk = 0; kk < k; kk++) {
+        double x = (v->bf ? bf16_val(A[i * lda + kk]) : f16_val(A[i * lda + kk])) * w[j * k + kk];
+        s += x; abs += fabs(x);
+      }
+      double cterm = cn ? -0.5 * (v->bf ? bf16_val(C[i * ldc + j]) : f16_val(C[i * ldc + j])) : 0.0;
+      double ref = 1.25 * s + cterm;
+      double tol = 2.0 * u * fabs(ref) + (double)(k + 4) * ldexp(1.0, -23) * 1.25 * abs + ldexp(1.0, -22) * fabs(cterm) + 1e-30;
+      double got = v->bf ? bf16_val(got16) : f16_val(got16);
+      double err = fabs(got - ref);
+      if (!(err <= tol)) {
+        if (shown++ < 4)
+          printf("FAIL %s m%lld n%lld k%lld: D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name, (long long)m,
+                 (long long)n, (long long)k, (long long)i, (long long)j, got, ref, tol);
+        ok = 0;
+      } else if (err / tol > *worst) *worst = err / tol;
+    }
+  free(w);
+  dev_free(bA); dev_free(bB); dev_free(bS); dev_free(bC); dev_free(bG); dev_free(bD);
+  free(A); free(B); free(S); free(C); free(D);
+  return ok;
+}
+
+/* Statuses: m above the limit (GPU), misaligned lda (GPU), odd k; D untouched. */
+static int run_statuses(const gvar *v) {
+  const int64_t n = 8, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, m = 17;
+  size_t sfn = sf_bytes(v->layout, n, kv), dn = (size_t)(m * n * 2);
+  uint8_t *dA = dev_alloc((size_t)(m * (k + 8) * 2)), *dB = dev_alloc((size_t)(n * k / 2)), *dS = dev_alloc(sfn);
+  uint8_t *dD = dev_alloc(dn), *D = xmalloc(dn);
+  memset(D, POISON, dn);
+  h2d(dD, D, dn);
+  kg_gemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.m = m; a.n = n; a.k = k; a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout;
+  a.a = dA; a.lda = k; a.b = dB; a.ldb = k / 2; a.sf_b = dS; a.sf_b_bytes = sfn; a.d = dD; a.ldd = n; a.alpha = 1.0f;
+  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  int ok = 1;
+  char buf[4096];
+  kg_status st = kg_gemm_fp4(&a, &e);
+  kg_status want = BACKEND == KG_BACKEND_C ? KG_SUCCESS : KG_ERROR_NOT_SUPPORTED;
+  if (st != want) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+  if (BACKEND != KG_BACKEND_C) {
+    kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %s\n", v->name, buf); ok = 0; }
+    a.m = 4; a.lda = k + 4;
+    st = kg_gemm_fp4(&a, &e);
+    if (st != KG_ERROR_MISALIGNED_OPERAND) { printf("FAIL %s: lda %% 8 != 0 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+    a.lda = k;
+  }
+  dev_sync();
+  h2d(dD, D, dn);
+  a.m = 4; a.k = k - 1;
+  st = kg_gemm_fp4(&a, &e);
+  if (st != KG_ERROR_INVALID_PROBLEM) { printf("FAIL %s: odd k gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+  dev_sync();
+  d2h(D, dD, dn);
+  for (size_t i = 0; ok && i < dn; i++)
+    if (D[i] != POISON) { printf("FAIL %s: a refused call wrote D\n", v->name); ok = 0; }
+  dev_free(dA); dev_free(dB); dev_free(dS); dev_free(dD); free(D);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!kg_backend_available(BACKEND)) {
+    printf("FAIL the kg %s backend is not available\n", kg_backend_string(BACKEND));
+    g_fail++;
+    summary();
+    return 1;
+  }
+#ifndef KG_FP4GEMM_TEST_HOST
+  CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+#else
+  printf("test_gpu_gemm_fp4: HOST BUILD (KG_FP4GEMM_TEST_HOST): C-backend variants, host memory\n");
+#endif
+  static const gcase CASES[] = {
+    { 1, 1, 2, 0, 0, 1 }, { 2, 7, 30, 1, 0, 1 }, { 5, 129, 64, 1, 1, 0 }, { 16, 300, 200, 1, 0, 1 },
+    { 16, 7, 544, 0, 0, 1 }, { 1, 129, 4096, 1, 0, 1 }, { 16, 300, 4096, 0, 0, 0 }, { 3, 1, 96, 1, 1, 1 },
+  };
+  int nv = 0;
+  for (int i = 0; i < kg_variant_count(); i++) {
+    const char *name = kg_variant_name(i);
+    if (strncmp(name, VPREFIX, strlen(VPREFIX)) != 0 || (only && !strstr(name, only))) continue;
+    gvar v;
+    if (!parse(name, &v)) { printf("FAIL %s: cannot parse the variant name\n", name); g_fail++; continue; }
+    nv++;
+    double worst = 0.0;
+    int fails = 0;
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+      if (run_case(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
+    }
+    if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+    printf("%s %s: worst error %.3f of the tolerance\n", fails ? "FAIL" : "ok  ", name, worst);
+  }
+  if (nv == 0) { printf("FAIL no %s* variants compiled in\n", VPREFIX); g_fail++; }
+  summary();
+  return g_fail ? 1 : 0;
+}

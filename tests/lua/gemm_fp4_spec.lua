@@ -1,0 +1,93 @@
+-- The gemm_fp4 family (families/gemm_fp4.lua): axes and defaults, legality,
+-- canonical names, descriptors, and the shipped specs/gemm_fp4.lua.
+local H = require("tests.lua.helper")
+local expand = require("lib.expand")
+local gemm_fp4 = require("families.gemm_fp4")
+
+local FAMILIES = { gemm_fp4 = gemm_fp4 }
+
+local function expand_fields(...)
+  local entries = {}
+  for i, fields in ipairs({ ... }) do
+    entries[i] = { family = "gemm_fp4", fields = fields, file = "specs/t.lua", line = 10 * i, key_lines = {} }
+  end
+  local errors = {}
+  local variants = expand.expand(FAMILIES, entries, errors)
+  return variants, errors
+end
+
+describe("gemm_fp4 family", function()
+  teardown(H.cleanup)
+
+  it("fills defaults: kernel by backend, 128x4 scales", function()
+    local variants, errors = expand_fields(
+      { backend = "c", dtype = "bf16", format = "nvfp4" },
+      { backend = "cuda", dtype = "f16", format = "mxfp4" },
+      { backend = "hip", dtype = "bf16", format = "mxfp4", sf_layout = "linear" })
+    assert.are.same({}, errors)
+    local got = {}
+    for i, v in ipairs(variants) do got[i] = v.name end
+    table.sort(got)
+    assert.are.same({ "kg_fp4gemm_c_blocked_nvfp4_bf16_sf128x4", "kg_fp4gemm_cuda_warp_mxfp4_f16_sf128x4",
+                      "kg_fp4gemm_hip_warp_mxfp4_bf16_sflinear" }, got)
+  end)
+
+  it("names every axis that distinguishes variants; names are unique and not kg_gemm_", function()
+    local variants, errors = expand_fields(
+      { backend = { "c", "cuda", "hip" }, dtype = { "f16", "bf16" }, format = { "nvfp4", "mxfp4" },
+        sf_layout = { "linear", "128x4", "8x4" } })
+    assert.are.same({}, errors)
+    assert.are.equal(3 * 2 * 2 * 3, #variants)
+    local seen = {}
+    for _, v in ipairs(variants) do
+      assert.is_nil(seen[v.name], v.name)
+      seen[v.name] = true
+      assert.is_truthy(v.name:match("^kg_fp4gemm_"), v.name)
+      assert.is_truthy(v.name:find("_" .. v.backend .. "_" .. v.kernel .. "_" .. v.format .. "_" .. v.dtype
+        .. "_sf" .. v.sf_layout, 1, true), v.name)
+    end
+  end)
+
+  it("rejects a kernel on the wrong backend, and unknown values, with the allowed list", function()
+    local variants, errors = expand_fields({ backend = "c", kernel = "warp", dtype = "bf16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.are.equal(1, #errors)
+    assert.is_truthy(errors[1]:find("kernel 'warp' does not exist on backend 'c'; allowed: blocked", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", dtype = "f32", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find('dtype = "f32" is not allowed; allowed: f16, bf16', 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", dtype = "bf16" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("gemm_fp4 needs axis 'format'", 1, true), errors[1])
+  end)
+
+  it("describes GPU variants as small-M and 16-byte aligned, C ones as unlimited", function()
+    local variants = expand_fields({ backend = { "c", "cuda" }, dtype = "bf16", format = "mxfp4", sf_layout = "8x4" })
+    local d = { c = require("dialects.c"), cuda = require("dialects.cuda") }
+    for _, v in ipairs(variants) do
+      local text = table.concat(gemm_fp4.descriptor(v, d[v.backend]), "\n")
+      assert.is_truthy(text:find(".op = KG_OP_GEMM_FP4", 1, true))
+      assert.is_truthy(text:find(".fp4_format = KG_FP4_MXFP4", 1, true))
+      assert.is_truthy(text:find(".sf_layout = KG_SF_SWIZZLED_8X4", 1, true))
+      assert.is_truthy(text:find(".gemm_fp4_launch = " .. v.name, 1, true))
+      if v.backend == "c" then
+        assert.is_truthy(text:find(".max_m = 0", 1, true) and text:find(".align = 1", 1, true), text)
+      else
+        assert.is_truthy(text:find(".max_m = 16", 1, true) and text:find(".align = 8", 1, true), text)
+      end
+    end
+  end)
+
+  it("ships C variants for every dtype x format x layout and GPU bf16 linear / 128x4", function()
+    local out, rc = H.kgen("list")
+    assert.are.equal(0, rc, out)
+    local n = { c = 0, cuda = 0, hip = 0 }
+    for _, l in ipairs(H.lines(out)) do
+      local b = l:match("^kg_fp4gemm_(%l+)_")
+      if b then n[b] = n[b] + 1 end
+    end
+    assert.are.same({ c = 12, cuda = 4, hip = 4 }, n)
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_c_blocked_mxfp4_f16_sf8x4", 1, true))
+  end)
+end)
