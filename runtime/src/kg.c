@@ -343,13 +343,8 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
   return NULL;
 }
 
-/* Checks (op, args) and selects the first variant that accepts it, saying
-** per candidate why it was taken or rejected. */
-static kg_status kg__select(kg_op op, const void *args, const kg_exec *exec, const kg_variant **out,
-                            kg__sink *sink) {
-  kg__problem p;
-  kg_status st = kg__problem_of(op, args, exec, &p, sink);
-  if (st != KG_SUCCESS) return st;
+kg_status kg__first_fit(kg_op op, kg__rejects_fn rejects, const void *ctx, const kg_exec *exec,
+                        const kg_variant **out, kg__sink *sink) {
   int any_misaligned = 0, named = 0;
   const kg_variant *chosen = NULL;
   for (int i = 0; i < kg_variants_count; i++) {
@@ -359,7 +354,7 @@ static kg_status kg__select(kg_op op, const void *args, const kg_exec *exec, con
     named = 1;
     if (chosen) { kg__say(sink, "%s: not considered: %s chosen first\n", v->name, chosen->name); continue; }
     int mis;
-    const char *why = kg__rejects(v, &p, exec, &mis);
+    const char *why = rejects(v, ctx, exec, &mis);
     if (why) {
       any_misaligned |= mis;
       kg__say(sink, "%s: rejected: %s\n", v->name, why);
@@ -374,6 +369,19 @@ static kg_status kg__select(kg_op op, const void *args, const kg_exec *exec, con
   }
   *out = chosen;
   return KG_SUCCESS;
+}
+
+static const char *kg__problem_rejects(const kg_variant *v, const void *ctx, const kg_exec *exec, int *misaligned) {
+  return kg__rejects(v, (const kg__problem *)ctx, exec, misaligned);
+}
+
+/* Checks (op, args) and selects the first variant that accepts it. */
+static kg_status kg__select(kg_op op, const void *args, const kg_exec *exec, const kg_variant **out,
+                            kg__sink *sink) {
+  kg__problem p;
+  kg_status st = kg__problem_of(op, args, exec, &p, sink);
+  if (st != KG_SUCCESS) return st;
+  return kg__first_fit(op, kg__problem_rejects, &p, exec, out, sink);
 }
 
 static size_t kg__workspace(const kg_variant *v, kg_op op, const void *args) {

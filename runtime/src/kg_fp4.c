@@ -423,6 +423,10 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
   return NULL;
 }
 
+static const char *kg__fp4_rejects_ctx(const kg_variant *v, const void *ctx, const kg_exec *exec, int *misaligned) {
+  return kg__fp4_rejects(v, (const kg__fp4_key *)ctx, exec, misaligned);
+}
+
 typedef struct kg__fp4_call {
   kg__fp4_key key;
   kg_sf_job job;      /* conversions */
@@ -445,26 +449,7 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
   }
   if (st != KG_SUCCESS) return st;
   if ((st = kg__check_exec(exec, sink)) != KG_SUCCESS) return st;
-  int named = 0, any_misaligned = 0;
-  const kg_variant *chosen = NULL;
-  for (int i = 0; i < kg_variants_count; i++) {
-    const kg_variant *v = &kg_variants[i];
-    if (v->op != op) continue;
-    if (exec->variant && strcmp(exec->variant, v->name) != 0) continue;
-    named = 1;
-    if (chosen) { kg__say(sink, "%s: not considered: %s chosen first\n", v->name, chosen->name); continue; }
-    int mis;
-    const char *why = kg__fp4_rejects(v, &call->key, exec, &mis);
-    if (why) { any_misaligned |= mis; kg__say(sink, "%s: rejected: %s\n", v->name, why); continue; }
-    chosen = v;
-    kg__say(sink, "%s: chosen (%s)\n", v->name, v->spec);
-  }
-  if (!chosen) {
-    if (exec->variant && !named) kg__say(sink, "no variant named '%s'\n", exec->variant);
-    return any_misaligned ? KG_ERROR_MISALIGNED_OPERAND : KG_ERROR_NOT_SUPPORTED;
-  }
-  *out = chosen;
-  return KG_SUCCESS;
+  return kg__first_fit(op, kg__fp4_rejects_ctx, &call->key, exec, out, sink);
 }
 
 kg_status kg__fp4_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink) {

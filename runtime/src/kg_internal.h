@@ -94,6 +94,14 @@ void kg__set_backend_error(const char *msg);
 typedef struct kg__sink { char *buf; size_t cap, len; } kg__sink;
 void kg__say(kg__sink *s, const char *fmt, ...);
 kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink);
+/* Why variant v cannot run the checked problem ctx (NULL when it can); sets
+** *misaligned when the objection is alignment alone. */
+typedef const char *(*kg__rejects_fn)(const kg_variant *v, const void *ctx, const kg_exec *exec, int *misaligned);
+/* First-fit scan of the variants of op (only exec->variant when set), one
+** explain line per candidate. KG_ERROR_MISALIGNED_OPERAND when nothing fits
+** and some candidate objected only to alignment, else KG_ERROR_NOT_SUPPORTED. */
+kg_status kg__first_fit(kg_op op, kg__rejects_fn rejects, const void *ctx, const kg_exec *exec,
+                        const kg_variant **out, kg__sink *sink);
 /* kg_fp4.c: 1 when op is an FP4 op; its kg_explain (checks, selection,
 ** one line per candidate into sink). */
 int kg__fp4_op(kg_op op);
