@@ -18,7 +18,8 @@ gemm {
 -- GPU tensor cores (f16/bf16, 16-byte aligned operands), every layout of A and
 -- B: row-major A with B row-major (NN) or column-major (NT, i.e. [N, K]
 -- weights), and column-major A (transposed activations, e.g. weight gradients).
--- CUDA defaults: 128x256x64 tiles, 8 warps (two warpgroups), 4 stages.
+-- Defaults: CUDA 128x128x64 tiles on 8 warps (two wgmma warpgroups fed by TMA),
+-- 3 stages; HIP 128x128x32, 2x2 waves, 3 stages (gen/families/gemm.lua).
 gemm {
   backend = { "cuda", "hip" },
   kernel = "tensorop",
