@@ -34,6 +34,7 @@
 **
 ** Environment:
 **   KG_BENCH_QUICK=1       only M in {1, 16, 4096}
+**   KG_BENCH_MS=1,16       only the listed M values (of those above)
 **   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
 **   KG_BENCH_VARIANT=NAME  force a kg variant (exec.variant)
 **   KG_BENCH_SEED=N        RNG seed (default 1)
@@ -59,6 +60,20 @@ int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1
 static const int64_t MS[] = { 1, 16, 128, 1024, 4096, 8192 };
 static const int QUICK[] = { 1, 1, 0, 0, 1, 0 };
 #define N_MS ((int)(sizeof MS / sizeof MS[0]))
+
+/* Whether row i of MS runs: KG_BENCH_MS (a comma-separated list of M values) wins over KG_BENCH_QUICK. */
+static int m_selected(int i, int quick) {
+  const char *list = bench_env_str("KG_BENCH_MS");
+  if (!list) return !quick || QUICK[i];
+  for (const char *s = list; *s;) {
+    char *end;
+    long long m = strtoll(s, &end, 10);
+    if (end == s) return 0;
+    if (m == (long long)MS[i]) return 1;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
 
 enum { OP_KG = 0, OP_PA, OP_PB, N_OPS };
 static const char *OP_NAMES[N_OPS] = { "kg", "peer (a) 2 GEMM + silu*mul", "peer (b) GEMM [B0||B1] + silu*mul" };
@@ -579,9 +594,9 @@ int main(int argc, char **argv) {
   }
 
   int n = 0;
-  for (int i = 0; i < N_MS; i++) n += !G.quick || QUICK[i];
+  for (int i = 0; i < N_MS; i++) n += m_selected(i, G.quick);
   for (int i = 0; i < N_MS; i++) {
-    if (G.quick && !QUICK[i]) continue;
+    if (!m_selected(i, G.quick)) continue;
     row *r = &G.rows[G.nrows];
     run_m(MS[i], i, r);
     G.nrows++;

@@ -6,10 +6,10 @@
 extern "C" {
 #endif
 #ifdef KG_WITH_CUDA
-kg_status kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_bf16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s3_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rrcx_d2_128x64x64_w4x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -30,10 +30,10 @@ kg_status kg_dualgemm_cuda_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1(const kg_dualge
 size_t kg_dualgemm_cuda_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_tensorop_f16_geglu_rccx_d2_128x64x64_w4x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_cuda_tensorop_f16_geglu_rccx_d2_128x64x64_w4x2_s3_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_cuda_tensorop_f16_geglu_rrcx_d2_128x64x64_w4x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -96,10 +96,10 @@ size_t kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_workspace(const kg_du
 kg_status kg_dualgemm_c_blocked_f32_swiglu_xxxx_d2_64x256x256_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_c_blocked_f32_swiglu_xxxx_d2_64x256x256_a1_workspace(const kg_dualgemm_args *args);
 #ifdef KG_WITH_HIP
-kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_s4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_s4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_s4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_bf16_swiglu_rccx_d2_16x32x8_w4x2_s4_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_tensorop_bf16_geglu_rccx_d2_128x64x32_w2x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_tensorop_bf16_geglu_rccx_d2_128x64x32_w2x2_s3_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_tensorop_bf16_geglu_rrcx_d2_128x64x32_w2x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -120,10 +120,10 @@ kg_status kg_dualgemm_hip_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgem
 size_t kg_dualgemm_hip_simt_bf16_mul_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_simt_bf16_swiglu_xxxx_d2_64x64x8_w2x2_a1_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
-kg_status kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec);
-size_t kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_s4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_f16_geglu_rccx_d2_16x32x8_w4x2_s4_a8_workspace(const kg_dualgemm_args *args);
+kg_status kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_s4_a8(const kg_dualgemm_args *args, const kg_exec *exec);
+size_t kg_dualgemm_hip_skinny_f16_swiglu_rccx_d2_16x32x8_w4x2_s4_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_tensorop_f16_geglu_rccx_d2_128x64x32_w2x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
 size_t kg_dualgemm_hip_tensorop_f16_geglu_rccx_d2_128x64x32_w2x2_s3_a8_workspace(const kg_dualgemm_args *args);
 kg_status kg_dualgemm_hip_tensorop_f16_geglu_rrcx_d2_128x64x32_w2x2_s3_a8(const kg_dualgemm_args *args, const kg_exec *exec);
@@ -314,8 +314,8 @@ kg_status kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, c
 kg_status kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
 #endif
 #ifdef KG_WITH_CUDA
-kg_status kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_crx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -326,8 +326,8 @@ kg_status kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s3_a8(const kg_gemm_arg
 size_t kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1_workspace(const kg_gemm_args *args);
-kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -350,8 +350,8 @@ size_t kg_gemm_c_blocked_f32_rrr_64x256x256_a4_workspace(const kg_gemm_args *arg
 kg_status kg_gemm_c_blocked_f32_xxx_64x256x256_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_c_blocked_f32_xxx_64x256x256_a1_workspace(const kg_gemm_args *args);
 #ifdef KG_WITH_HIP
-kg_status kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_hip_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_bf16_ccx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_tensorop_bf16_ccx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_bf16_crx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -362,8 +362,8 @@ kg_status kg_gemm_hip_tensorop_bf16_rrx_128x128x32_w2x2_s3_a8(const kg_gemm_args
 size_t kg_gemm_hip_tensorop_bf16_rrx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_simt_bf16_xxx_64x64x8_w2x2_a1(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_simt_bf16_xxx_64x64x8_w2x2_a1_workspace(const kg_gemm_args *args);
-kg_status kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec);
-size_t kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_hip_skinny_f16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_f16_ccx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_hip_tensorop_f16_ccx_128x128x32_w2x2_s3_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_hip_tensorop_f16_crx_128x128x32_w2x2_s3_a8(const kg_gemm_args *args, const kg_exec *exec);

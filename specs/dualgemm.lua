@@ -32,16 +32,17 @@ dualgemm {
 }
 
 -- GPU small-M path (m <= 16): gate/up weights stored [N, K] (column-major B0, B1).
--- CUDA: 2 K ranges x 2 column groups of 8 columns (H200, bf16 swiglu n=14336
--- k=4096: 3.65 TB/s at m=16, 3.62 at m=1, 86% of the copy ceiling; 16x32 2x4,
--- 16x32 1x4, 16x16 1x2, 16x16 4x2 and 16x8 8x1 reached 3.50-3.62).
+-- CUDA: 2 K ranges x 2 column groups of 8 columns, 2 K chunks in flight per
+-- warp (H200, bf16 swiglu n=14336 k=4096: 3.96 TB/s at m=1, 3.88 at m=16,
+-- 91-93% of the copy ceiling; 16x8 on 2x1 or 4x1 warps reached 3.80-3.94,
+-- 4 chunks in flight 3.65-3.78; sweep in bench/results/).
 dualgemm {
   backend = "cuda",
   kernel = "skinny",
   dtype = { "f16", "bf16" },
   op = { "swiglu", "geglu" },
   layout_a = "row", layout_b0 = "col", layout_b1 = "col",
-  tile = "16x16x8", warps = "2x2",
+  tile = "16x16x8", warps = "2x2", stages = 2,
 }
 dualgemm {
   backend = "hip",

@@ -278,8 +278,18 @@ return {
       }, "\n")
     end,
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
-    -- 16-byte load of data read once (weights): streaming, evict-first
-    load_stream = function(ptr) return string.format("__ldcs((const uint4 *)(%s))", ptr) end,
+    -- 16-byte load of data read once (weights): not kept in L1, and a miss
+    -- fills 256 bytes of L2 (the next chunks of the same weight row);
+    -- load_helpers defines the function it calls
+    load_stream = function(ptr) return string.format("kg_ld_stream((const uint4 *)(%s))", ptr) end,
+    load_helpers = table.concat({
+      "static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {",
+      "  uint4 r;",
+      '  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\\n"',
+      '               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));',
+      "  return r;",
+      "}",
+    }, "\n"),
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
   -- casts, loop unrolling hint

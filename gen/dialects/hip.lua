@@ -131,6 +131,7 @@ return {
     end,
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
     load_stream = function(ptr) return string.format("*(const uint4 *)(%s)", ptr) end,
+    load_helpers = "",
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
   -- casts, loop unrolling hint

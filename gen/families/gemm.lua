@@ -20,7 +20,7 @@ local DEFAULT_TENSOROP = { cuda = { tile = "128x128x64", warps = "2x4", stages =
 -- Skinny: 32-column blocks on warps "4x2" = 4 K ranges x 2 column groups that
 -- share A through L1 (H200, bf16 m=16 n=14336 k=4096: 3.21 TB/s, against
 -- 2.82-2.99 for 16x16 4x2, 16x16 8x1, 16x32 2x4 and 16x8 8x1).
-local DEFAULT_SKINNY = { cuda = { tile = "16x32x8", warps = "4x2" }, hip = { tile = "16x32x8", warps = "4x2" } }
+local DEFAULT_SKINNY = { cuda = { tile = "16x32x8", warps = "4x2", stages = 4 }, hip = { tile = "16x32x8", warps = "4x2", stages = 4 } }
 local SKINNY_COLS = { cuda = 8, hip = 16 }
 local function default_of(v, axis, generic)
   local per = (v.kernel == "tensorop" and DEFAULT_TENSOROP[v.backend]) or (v.kernel == "skinny" and DEFAULT_SKINNY[v.backend])
@@ -50,7 +50,7 @@ F.axes = {
   { name = "warps", values = { "1x1", "1x2", "2x1", "2x2", "1x4", "4x1", "2x4", "4x2", "8x1" },
     default = function(v) return default_of(v, "warps", DEFAULT_WARPS[v.kernel]) end },
   { name = "stages", values = { 1, 2, 3, 4, 5, 6, 8 },
-    default = function(v) return default_of(v, "stages", v.kernel == "tensorop" and 3 or 1) end },
+    default = function(v) return default_of(v, "stages", v.kernel == "tensorop" and 3 or 1) end },  -- skinny: K chunks in flight
   { name = "align", values = { 1, 2, 4, 8 },
     default = function(v) return (v.kernel == "tensorop" or v.kernel == "skinny") and 8 or 1 end },
 }
@@ -95,10 +95,16 @@ function F.legal(v)
       return "skinny reads row-major A and column-major B ([N, K] weights); allowed: layout_a = row, layout_b = col", "layout_b"
     end
     if v.align * SIZE[v.dtype] ~= 16 then return "skinny loads 16-byte vectors; allowed: align = 8", "align" end
-    if v.stages ~= 1 then return "skinny kernels are single-stage; allowed: stages = 1", "stages" end
     if not SKINNY_TILES[v.tile] or tn % (SKINNY_COLS[v.backend] * wn) ~= 0 then
       return string.format("skinny tiles are 16 rows x a multiple of %d columns (MMA width x WN) on %s; allowed: %s",
         SKINNY_COLS[v.backend] * wn, v.backend, v.backend == "hip" and "16x16x8, 16x32x8, 16x64x8" or "16x8x8, 16x16x8, 16x32x8, 16x64x8"), "tile"
+    end
+    -- stages = K chunks in flight per warp; each holds (nb x J B + 2 A) 16-byte fragments
+    -- per lane in registers, at most 16 in all
+    local per = (v.nb or 1) * math.floor(tn / (wn * SKINNY_COLS[v.backend])) + 2
+    if v.stages > 4 or v.stages * per > 16 then
+      return string.format("skinny tile %s on %s warps loads %d 16-byte fragments per lane and K chunk in flight "
+        .. "(at most 16 in all, 4 chunks); allowed: stages = 1 .. %d", v.tile, v.warps, per, math.min(4, math.floor(16 / per))), "stages"
     end
   elseif v.kernel == "blocked" then
     if v.warps ~= "1x1" then return "blocked kernels are single-threaded; allowed: warps = 1x1", "warps" end
@@ -174,7 +180,7 @@ function F.name_of(v)
   local parts = { "kg_gemm", v.backend, v.kernel, v.dtype == v.out_dtype and v.dtype or (v.dtype .. "to" .. v.out_dtype),
     LETTER[v.layout_a] .. LETTER[v.layout_b] .. LETTER[v.layout_cd], v.tile }
   if v.kernel ~= "blocked" then parts[#parts + 1] = "w" .. v.warps end
-  if v.kernel == "tensorop" then parts[#parts + 1] = "s" .. fmt.int(v.stages) end
+  if v.kernel == "tensorop" or v.kernel == "skinny" then parts[#parts + 1] = "s" .. fmt.int(v.stages) end
   parts[#parts + 1] = "a" .. fmt.int(v.align)
   return table.concat(parts, "_")
 end

@@ -97,6 +97,12 @@
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
+static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
 enum { WS = 32, WARPS = 4, MAXM = 16, KCHUNK = 32 };
 
 typedef struct fp4g_params {
@@ -127,7 +133,7 @@ __global__ void __launch_bounds__(128) kg_fp4gemm_cuda_warp_nvfp4_bf16_sflinear_
     const int64_t k0 = ch * KCHUNK;
     const bool whole = k0 + KCHUNK <= p.k;
     uint4 raw = make_uint4(0, 0, 0, 0);
-    if (whole) raw = __ldcs((const uint4 *)(wrow + ch * 16));
+    if (whole) raw = kg_ld_stream((const uint4 *)(wrow + ch * 16));
     else {   /* ragged end: bytes below k/2, in registers (fixed indices) */
       uint32_t wb[4] = { 0u, 0u, 0u, 0u };
 #pragma unroll

@@ -97,6 +97,7 @@
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
+
 enum { WS = 64, WARPS = 4, MAXM = 16, KCHUNK = 32 };
 
 typedef struct fp4g_params {

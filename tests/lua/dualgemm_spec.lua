@@ -46,3 +46,29 @@ describe("dualgemm tensorop", function()
     assert.is_truthy(why:find("allowed: stages = 2 .. 2", 1, true), why)
   end)
 end)
+
+describe("dualgemm skinny", function()
+  local function dual_skinny(extra)
+    local p = { backend = "cuda", kernel = "skinny", dtype = "bf16", layout_a = "row", layout_b0 = "col",
+                layout_b1 = "col" }
+    for k, x in pairs(extra or {}) do p[k] = x end
+    return H.full(dual, p)
+  end
+
+  it("takes stages as the K chunks in flight, named in the variant", function()
+    local v = dual_skinny({ tile = "16x16x8", warps = "2x2", stages = 2 })
+    assert.is_nil(dual.legal(v))
+    assert.are.equal("kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8", dual.name_of(v))
+    assert.are.equal(4, dual_skinny().stages)
+  end)
+
+  it("bounds the fragments in flight by both products' B tiles", function()
+    -- 16x32 on 2x2 warps: J = 2 tiles per product; 2 x 2 B + 2 A = 6 fragments per chunk
+    assert.is_nil(gemm.legal(H.full(gemm, { backend = "cuda", kernel = "skinny", dtype = "bf16", layout_a = "row",
+      layout_b = "col", tile = "16x32x8", warps = "2x2", stages = 4 })))
+    local why, at = dual.legal(dual_skinny({ tile = "16x32x8", warps = "2x2", stages = 3 }))
+    assert.is_string(why)
+    assert.are.equal("stages", at)
+    assert.is_truthy(why:find("allowed: stages = 1 .. 2", 1, true), why)
+  end)
+end)

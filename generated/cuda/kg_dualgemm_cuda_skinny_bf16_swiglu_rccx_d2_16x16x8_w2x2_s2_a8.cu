@@ -2,7 +2,7 @@
 /* Skinny DualGemm for small M (m <= 16): memory-bound, each weight byte is
 ** read once. B is column-major ([N, K] weights, K contiguous), A row-major.
 ** The matrix unit multiplies one 16-row block of A (rows >= m are zero) by
-** MMA tiles of 16 columns, fed straight from 16-byte global loads: within each
+** MMA tiles of 8 columns, fed straight from 16-byte global loads: within each
 ** 32-wide K chunk the kernel uses a fixed permutation of k that makes every
 ** lane's 16-byte load of B (and of A) exactly its fragment registers (the
 ** dot product does not depend on the order of k). A block has KSPLIT x CG
@@ -10,25 +10,28 @@
 ** that each take one K range (shared memory sums them). Warps of one K range
 ** read the same A bytes at about the same time, so A is fetched from L2 once
 ** per block and served from L1 to the other groups; B streams past L1.
+** Each warp has U = STAGES K chunks of loads in flight before it multiplies;
+** the B loads ask L2 to fetch 256 bytes per miss, so the other chunks of a
+** column come from L2 (per column a warp reads 64 bytes per chunk).
 ** Modes: gemm and batched. */
-#include <hip/hip_runtime.h>
-#include <hip/hip_fp16.h>
-#include <hip/hip_bfloat16.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 #include <stdint.h>
 #include "kg_internal.h"
 #include <math.h>
 
-enum { WS = 64, KSPLIT = 4, CG = 2, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
+enum { WS = 32, KSPLIT = 2, CG = 2, J = 1, U = 2, NB = 2, KCHUNK = 32, ACC = 4 };
 
 /* The problem as kernels see it. Strides are in elements: X[i][j] sits at
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
 ** z = batch (batched mode) or K slice (serial split-K). */
 typedef struct kg_params {
-  const hip_bfloat16 *a; int64_t a_rs, a_cs, a_bs;
-  const hip_bfloat16 *b[2]; int64_t b_rs[2], b_cs[2], b_bs[2];
-  const hip_bfloat16 *c[2]; int64_t c_rs[2], c_cs[2], c_bs[2];  /* c[i] NULL: beta[i] == 0 */
-  hip_bfloat16 *d[2]; int64_t d_rs[2], d_cs[2], d_bs[2];        /* d[i] NULL: not stored */
-  hip_bfloat16 *d2; int64_t d2_rs, d2_cs, d2_bs;
+  const __nv_bfloat16 *a; int64_t a_rs, a_cs, a_bs;
+  const __nv_bfloat16 *b[2]; int64_t b_rs[2], b_cs[2], b_bs[2];
+  const __nv_bfloat16 *c[2]; int64_t c_rs[2], c_cs[2], c_bs[2];  /* c[i] NULL: beta[i] == 0 */
+  __nv_bfloat16 *d[2]; int64_t d_rs[2], d_cs[2], d_bs[2];        /* d[i] NULL: not stored */
+  __nv_bfloat16 *d2; int64_t d2_rs, d2_cs, d2_bs;
   float alpha[2], beta[2];
   int64_t m, n, k;
   int slices;          /* serial split-K slices (1: none) */
@@ -75,43 +78,51 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
   }
   for (int i = 0; i < 2; i++) {
     x[i] *= p.alpha[i];
-    if (p.c[i]) x[i] += p.beta[i] * static_cast<float>(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
-    hip_bfloat16 xo = hip_bfloat16(x[i]);
-    x[i] = static_cast<float>(xo);   /* the op acts on output-typed values */
+    if (p.c[i]) x[i] += p.beta[i] * __bfloat162float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    __nv_bfloat16 xo = __float2bfloat16_rn(x[i]);
+    x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
     if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = xo;
   }
-  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = hip_bfloat16(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
 }
 
-typedef short kg_sk_elem __attribute__((ext_vector_type(4)));
-typedef float kg_sk_acc __attribute__((ext_vector_type(4)));
-/* c += A(16 rows x 32 k) . B(32 k x 16 columns) in the skinny k permutation. */
-static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 (&a)[1], const uint4 &b) {
-  kg_sk_acc acc = {c[0], c[1], c[2], c[3]};
-  const kg_sk_elem *av = reinterpret_cast<const kg_sk_elem *>(&a[0]);
-  const kg_sk_elem *bv = reinterpret_cast<const kg_sk_elem *>(&b);
-  acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av[0], bv[0], acc, 0, 0, 0);
-  acc = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av[1], bv[1], acc, 0, 0, 0);
-  c[0] = acc[0]; c[1] = acc[1]; c[2] = acc[2]; c[3] = acc[3];
+/* c += A(16 rows x 32 k) . B(32 k x 8 columns) in the skinny k permutation. */
+static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 (&a)[2], const uint4 &b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0].x), "r"(a[1].x), "r"(a[0].y), "r"(a[1].y), "r"(b.x), "r"(b.y));
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0].z), "r"(a[1].z), "r"(a[0].w), "r"(a[1].w), "r"(b.z), "r"(b.w));
+}
+static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
 }
 
-__global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_kernel(kg_params p) {
+__global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_kernel(kg_params p) {
   __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
   const int lane = (int)threadIdx.x % WS;
   const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
-  const int64_t n0 = (int64_t)blockIdx.x * 32 + cg * (J * 16);
+  const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
   const int64_t m0 = (int64_t)blockIdx.y * 16;
   const int z = (int)blockIdx.z;
   const uint4 zero = make_uint4(0, 0, 0, 0);
   /* this lane's A rows (zero beyond m) and B columns (clamped; never stored) */
-  const int64_t arow0 = m0 + (lane & 15);
-  const hip_bfloat16 *a0 = arow0 < p.m ? p.a + z * p.a_bs + arow0 * p.a_rs : 0;
-  const hip_bfloat16 *bcol[NB][J];
+  const int64_t arow0 = m0 + (lane >> 2);
+  const __nv_bfloat16 *a0 = arow0 < p.m ? p.a + z * p.a_bs + arow0 * p.a_rs : 0;
+  const int64_t arow1 = m0 + (lane >> 2) + 8;
+  const __nv_bfloat16 *a1 = arow1 < p.m ? p.a + z * p.a_bs + arow1 * p.a_rs : 0;
+  const __nv_bfloat16 *bcol[NB][J];
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
     for (int j = 0; j < J; j++) {
-      int64_t col = n0 + j * 16 + (lane & 15);
+      int64_t col = n0 + j * 8 + (lane >> 2);
       bcol[i][j] = p.b[i] + z * p.b_bs[i] + (col < p.n ? col : p.n - 1) * p.b_cs[i];
     }
   float acc[NB][J][ACC];
@@ -127,9 +138,9 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
   const int64_t chunks = (p.k + KCHUNK - 1) / KCHUNK;
   const int64_t per = (chunks + KSPLIT - 1) / KSPLIT;
   const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
-  const int koff = ((lane >> 4) << 3);
+  const int koff = ((lane & 3) << 3);
   for (int64_t c = c_beg; c < c_end; c += U) {
-    uint4 braw[U][NB][J], araw[U][1];
+    uint4 braw[U][NB][J], araw[U][2];
 #pragma unroll
     for (int u = 0; u < U; u++) {
       const int64_t k = (c + u) * KCHUNK + koff;
@@ -138,19 +149,22 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
 #pragma unroll
       for (int i = 0; i < NB; i++)
 #pragma unroll
-        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? *(const uint4 *)(bcol[i][j] + k) : zero;
+        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? kg_ld_stream((const uint4 *)(bcol[i][j] + k)) : zero;
       araw[u][0] = live && whole && a0 ? *(const uint4 *)(a0 + k) : zero;
+      araw[u][1] = live && whole && a1 ? *(const uint4 *)(a1 + k) : zero;
       if (live && !whole && k < p.k) {   /* ragged end of K: element-wise, zero-filled */
-        hip_bfloat16 *bp;
+        __nv_bfloat16 *bp;
 #pragma unroll
         for (int i = 0; i < NB; i++)
 #pragma unroll
           for (int j = 0; j < J; j++) {
-            bp = reinterpret_cast<hip_bfloat16 *>(&braw[u][i][j]);
+            bp = reinterpret_cast<__nv_bfloat16 *>(&braw[u][i][j]);
             for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = bcol[i][j][k + t];
           }
-        bp = reinterpret_cast<hip_bfloat16 *>(&araw[u][0]);
+        bp = reinterpret_cast<__nv_bfloat16 *>(&araw[u][0]);
         if (a0) for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = a0[k + t];
+        bp = reinterpret_cast<__nv_bfloat16 *>(&araw[u][1]);
+        if (a1) for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = a1[k + t];
       }
     }
 #pragma unroll
@@ -188,46 +202,46 @@ __global__ void __launch_bounds__(512) kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2
       float x[NB];
 #pragma unroll
       for (int i = 0; i < NB; i++) x[i] = acc[i][j][e];
-      kg_store(p, z, m0 + (((lane >> 4) << 2) + e), n0 + j * 16 + (lane & 15), x);
+      kg_store(p, z, m0 + ((lane >> 2) + ((e >> 1) << 3)), n0 + j * 8 + (((lane & 3) << 1) + (e & 1)), x);
     }
 }
 
-static int64_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(const kg_dualgemm_args *args) {
-  return ((args->m + 16 - 1) / 16) * ((args->n + 32 - 1) / 32);
+static int64_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(const kg_dualgemm_args *args) {
+  return ((args->m + 16 - 1) / 16) * ((args->n + 16 - 1) / 16);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
-  hipStream_t stream = (hipStream_t)exec->stream;
+  cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
-  p.a = (const hip_bfloat16 *)args->a;
+  p.a = (const __nv_bfloat16 *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
   p.a_bs = batched ? args->batch_stride_a : 0;
-  p.b[0] = (const hip_bfloat16 *)args->b0;
+  p.b[0] = (const __nv_bfloat16 *)args->b0;
   kg__strides(args->layout_b0, args->ldb0, &p.b_rs[0], &p.b_cs[0]);
   p.b_bs[0] = batched ? args->batch_stride_b0 : 0;
-  p.c[0] = args->beta0 != 0.0f ? (const hip_bfloat16 *)args->c0 : 0;
+  p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0;
   kg__strides(args->layout_cd, args->ldc0, &p.c_rs[0], &p.c_cs[0]);
   p.c_bs[0] = batched ? args->batch_stride_c0 : 0;
   p.d[0] = 0; p.d_rs[0] = p.d_cs[0] = p.d_bs[0] = 0;
   p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
-  p.b[1] = (const hip_bfloat16 *)args->b1;
+  p.b[1] = (const __nv_bfloat16 *)args->b1;
   kg__strides(args->layout_b1, args->ldb1, &p.b_rs[1], &p.b_cs[1]);
   p.b_bs[1] = batched ? args->batch_stride_b1 : 0;
-  p.c[1] = args->beta1 != 0.0f ? (const hip_bfloat16 *)args->c1 : 0;
+  p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0;
   kg__strides(args->layout_cd, args->ldc1, &p.c_rs[1], &p.c_cs[1]);
   p.c_bs[1] = batched ? args->batch_stride_c1 : 0;
   p.d[1] = 0; p.d_rs[1] = p.d_cs[1] = p.d_bs[1] = 0;
   p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
-  p.d2 = (hip_bfloat16 *)args->d2;
+  p.d2 = (__nv_bfloat16 *)args->d2;
   kg__strides(args->layout_cd, args->ldd2, &p.d2_rs, &p.d2_cs);
   p.d2_bs = batched ? args->batch_stride_d2 : 0;
   p.m = args->m; p.n = args->n; p.k = args->k;
@@ -236,20 +250,20 @@ extern "C" kg_status kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8(c
   p.k_slice = (per + 8 - 1) / 8 * 8;
   p.slices = (int)((args->k + p.k_slice - 1) / p.k_slice);  /* drop empty slices */
   p.sem = 0; p.partial = 0;
-  hipError_t e;
+  cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
-    e = hipMemsetAsync(exec->workspace, 0, sem, stream);
-    if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
+    e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
+    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   }
-  dim3 grid((unsigned)((args->n + 32 - 1) / 32), (unsigned)((args->m + 16 - 1) / 16),
+  dim3 grid((unsigned)((args->n + 16 - 1) / 16), (unsigned)((args->m + 16 - 1) / 16),
             (unsigned)(batched ? args->batch_count : p.slices));
-  dim3 block(512);
-  hipLaunchKernelGGL(kg_dualgemm_hip_skinny_bf16_geglu_rccx_d2_16x32x8_w4x2_a8_kernel, grid, block, 0, stream, p);
-  e = hipGetLastError();
-  if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
+  dim3 block(128);
+  kg_dualgemm_cuda_skinny_bf16_swiglu_rccx_d2_16x16x8_w2x2_s2_a8_kernel<<<grid, block, 0, stream>>>(p);
+  e = cudaGetLastError();
+  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }
 

@@ -10,6 +10,9 @@
 ** that each take one K range (shared memory sums them). Warps of one K range
 ** read the same A bytes at about the same time, so A is fetched from L2 once
 ** per block and served from L1 to the other groups; B streams past L1.
+** Each warp has U = STAGES K chunks of loads in flight before it multiplies;
+** the B loads ask L2 to fetch 256 bytes per miss, so the other chunks of a
+** column come from L2 (per column a warp reads 64 bytes per chunk).
 ** Modes: gemm and batched. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -18,7 +21,7 @@
 #include "kg_internal.h"
 #include <math.h>
 
-enum { WS = 32, KSPLIT = 2, CG = 2, J = 1, U = 4, NB = 2, KCHUNK = 32, ACC = 4 };
+enum { WS = 32, KSPLIT = 2, CG = 2, J = 1, U = 2, NB = 2, KCHUNK = 32, ACC = 4 };
 
 /* The problem as kernels see it. Strides are in elements: X[i][j] sits at
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
@@ -80,7 +83,7 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
     x[i] = __half2float(xo);   /* the op acts on output-typed values */
     if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = xo;
   }
-  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2half_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
+  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2half_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
 }
 
 /* c += A(16 rows x 32 k) . B(32 k x 8 columns) in the skinny k permutation. */
@@ -94,8 +97,14 @@ static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0].z), "r"(a[1].z), "r"(a[0].w), "r"(a[1].w), "r"(b.z), "r"(b.w));
 }
+static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
 
-__global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_kernel(kg_params p) {
+__global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_kernel(kg_params p) {
   __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
   const int lane = (int)threadIdx.x % WS;
   const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
@@ -140,7 +149,7 @@ __global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d
 #pragma unroll
       for (int i = 0; i < NB; i++)
 #pragma unroll
-        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? __ldcs((const uint4 *)(bcol[i][j] + k)) : zero;
+        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? kg_ld_stream((const uint4 *)(bcol[i][j] + k)) : zero;
       araw[u][0] = live && whole && a0 ? *(const uint4 *)(a0 + k) : zero;
       araw[u][1] = live && whole && a1 ? *(const uint4 *)(a1 + k) : zero;
       if (live && !whole && k < p.k) {   /* ragged end of K: element-wise, zero-filled */
@@ -197,19 +206,19 @@ __global__ void __launch_bounds__(128) kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d
     }
 }
 
-static int64_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_tiles(const kg_dualgemm_args *args) {
+static int64_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(const kg_dualgemm_args *args) {
   return ((args->m + 16 - 1) / 16) * ((args->n + 16 - 1) / 16);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
@@ -243,7 +252,7 @@ extern "C" kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8(
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
@@ -252,7 +261,7 @@ extern "C" kg_status kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8(
   dim3 grid((unsigned)((args->n + 16 - 1) / 16), (unsigned)((args->m + 16 - 1) / 16),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(128);
-  kg_dualgemm_cuda_skinny_f16_swiglu_rccx_d2_16x16x8_w2x2_a8_kernel<<<grid, block, 0, stream>>>(p);
+  kg_dualgemm_cuda_skinny_f16_geglu_rccx_d2_16x16x8_w2x2_s2_a8_kernel<<<grid, block, 0, stream>>>(p);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;

@@ -10,6 +10,9 @@
 ** that each take one K range (shared memory sums them). Warps of one K range
 ** read the same A bytes at about the same time, so A is fetched from L2 once
 ** per block and served from L1 to the other groups; B streams past L1.
+** Each warp has U = STAGES K chunks of loads in flight before it multiplies;
+** the B loads ask L2 to fetch 256 bytes per miss, so the other chunks of a
+** column come from L2 (per column a warp reads 64 bytes per chunk).
 ** Modes: gemm and batched. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -23,10 +26,10 @@ enum { WS = 32, KSPLIT = 4, CG = 2, J = 2, U = 4, NB = 1, KCHUNK = 32, ACC = 4 }
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
 ** z = batch (batched mode) or K slice (serial split-K). */
 typedef struct kg_params {
-  const __half *a; int64_t a_rs, a_cs, a_bs;
-  const __half *b[1]; int64_t b_rs[1], b_cs[1], b_bs[1];
-  const __half *c[1]; int64_t c_rs[1], c_cs[1], c_bs[1];  /* c[i] NULL: beta[i] == 0 */
-  __half *d[1]; int64_t d_rs[1], d_cs[1], d_bs[1];        /* d[i] NULL: not stored */
+  const __nv_bfloat16 *a; int64_t a_rs, a_cs, a_bs;
+  const __nv_bfloat16 *b[1]; int64_t b_rs[1], b_cs[1], b_bs[1];
+  const __nv_bfloat16 *c[1]; int64_t c_rs[1], c_cs[1], c_bs[1];  /* c[i] NULL: beta[i] == 0 */
+  __nv_bfloat16 *d[1]; int64_t d_rs[1], d_cs[1], d_bs[1];        /* d[i] NULL: not stored */
   float alpha[1], beta[1];
   int64_t m, n, k;
   int slices;          /* serial split-K slices (1: none) */
@@ -73,24 +76,30 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
   }
   for (int i = 0; i < 1; i++) {
     x[i] *= p.alpha[i];
-    if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
-    p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = __float2half_rn(x[i]);
+    if (p.c[i]) x[i] += p.beta[i] * __bfloat162float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = __float2bfloat16_rn(x[i]);
   }
 }
 
 /* c += A(16 rows x 32 k) . B(32 k x 8 columns) in the skinny k permutation. */
 static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 (&a)[2], const uint4 &b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0].x), "r"(a[1].x), "r"(a[0].y), "r"(a[1].y), "r"(b.x), "r"(b.y));
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0].z), "r"(a[1].z), "r"(a[0].w), "r"(a[1].w), "r"(b.z), "r"(b.w));
 }
+static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
 
-__global__ void __launch_bounds__(256) kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_kernel(kg_params p) {
+__global__ void __launch_bounds__(256) kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_kernel(kg_params p) {
   __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
   const int lane = (int)threadIdx.x % WS;
   const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
@@ -100,10 +109,10 @@ __global__ void __launch_bounds__(256) kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_
   const uint4 zero = make_uint4(0, 0, 0, 0);
   /* this lane's A rows (zero beyond m) and B columns (clamped; never stored) */
   const int64_t arow0 = m0 + (lane >> 2);
-  const __half *a0 = arow0 < p.m ? p.a + z * p.a_bs + arow0 * p.a_rs : 0;
+  const __nv_bfloat16 *a0 = arow0 < p.m ? p.a + z * p.a_bs + arow0 * p.a_rs : 0;
   const int64_t arow1 = m0 + (lane >> 2) + 8;
-  const __half *a1 = arow1 < p.m ? p.a + z * p.a_bs + arow1 * p.a_rs : 0;
-  const __half *bcol[NB][J];
+  const __nv_bfloat16 *a1 = arow1 < p.m ? p.a + z * p.a_bs + arow1 * p.a_rs : 0;
+  const __nv_bfloat16 *bcol[NB][J];
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
@@ -135,21 +144,21 @@ __global__ void __launch_bounds__(256) kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_
 #pragma unroll
       for (int i = 0; i < NB; i++)
 #pragma unroll
-        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? __ldcs((const uint4 *)(bcol[i][j] + k)) : zero;
+        for (int j = 0; j < J; j++) braw[u][i][j] = live && whole ? kg_ld_stream((const uint4 *)(bcol[i][j] + k)) : zero;
       araw[u][0] = live && whole && a0 ? *(const uint4 *)(a0 + k) : zero;
       araw[u][1] = live && whole && a1 ? *(const uint4 *)(a1 + k) : zero;
       if (live && !whole && k < p.k) {   /* ragged end of K: element-wise, zero-filled */
-        __half *bp;
+        __nv_bfloat16 *bp;
 #pragma unroll
         for (int i = 0; i < NB; i++)
 #pragma unroll
           for (int j = 0; j < J; j++) {
-            bp = reinterpret_cast<__half *>(&braw[u][i][j]);
+            bp = reinterpret_cast<__nv_bfloat16 *>(&braw[u][i][j]);
             for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = bcol[i][j][k + t];
           }
-        bp = reinterpret_cast<__half *>(&araw[u][0]);
+        bp = reinterpret_cast<__nv_bfloat16 *>(&araw[u][0]);
         if (a0) for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = a0[k + t];
-        bp = reinterpret_cast<__half *>(&araw[u][1]);
+        bp = reinterpret_cast<__nv_bfloat16 *>(&araw[u][1]);
         if (a1) for (int t = 0; t < 8 && k + t < p.k; t++) bp[t] = a1[k + t];
       }
     }
@@ -192,32 +201,32 @@ __global__ void __launch_bounds__(256) kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_
     }
 }
 
-static int64_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_tiles(const kg_gemm_args *args) {
+static int64_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_tiles(const kg_gemm_args *args) {
   return ((args->m + 16 - 1) / 16) * ((args->n + 32 - 1) / 32);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_workspace(const kg_gemm_args *args) {
+extern "C" size_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)1 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
-  p.a = (const __half *)args->a;
+  p.a = (const __nv_bfloat16 *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
   p.a_bs = batched ? args->batch_stride_a : 0;
-  p.b[0] = (const __half *)args->b;
+  p.b[0] = (const __nv_bfloat16 *)args->b;
   kg__strides(args->layout_b, args->ldb, &p.b_rs[0], &p.b_cs[0]);
   p.b_bs[0] = batched ? args->batch_stride_b : 0;
-  p.c[0] = args->beta != 0.0f ? (const __half *)args->c : 0;
+  p.c[0] = args->beta != 0.0f ? (const __nv_bfloat16 *)args->c : 0;
   kg__strides(args->layout_cd, args->ldc, &p.c_rs[0], &p.c_cs[0]);
   p.c_bs[0] = batched ? args->batch_stride_c : 0;
-  p.d[0] = (__half *)args->d;
+  p.d[0] = (__nv_bfloat16 *)args->d;
   kg__strides(args->layout_cd, args->ldd, &p.d_rs[0], &p.d_cs[0]);
   p.d_bs[0] = batched ? args->batch_stride_d : 0;
   p.alpha[0] = args->alpha; p.beta[0] = args->beta;
@@ -229,7 +238,7 @@ extern "C" kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_a
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
@@ -238,7 +247,7 @@ extern "C" kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8(const kg_gemm_a
   dim3 grid((unsigned)((args->n + 32 - 1) / 32), (unsigned)((args->m + 16 - 1) / 16),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(256);
-  kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_a8_kernel<<<grid, block, 0, stream>>>(p);
+  kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_kernel<<<grid, block, 0, stream>>>(p);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
