@@ -3,7 +3,7 @@
 **
 ** Error checks that never let a CUDA or cuBLAS failure pass silently, a
 ** seeded RNG for bf16 inputs, bf16 conversions, medians, environment knobs,
-** the device-to-device copy ceiling and the run header (GPU, CUDA, commit).
+** the timing loop, the device-to-device copy ceiling and the run header (GPU, CUDA, commit).
 ** Everything is static: include it from exactly one translation unit per
 ** program.
 */
@@ -116,6 +116,84 @@ static double bench_median(double *v, int n) {
 }
 
 /* ---- ceilings ------------------------------------------------------------ */
+
+/* ---- timing --------------------------------------------------------------
+** bench_time times one operation: fn(ctx, set) enqueues one launch reading
+** input set `set` (rotated over 0 .. nsets-1) on stream st and returns
+** nonzero on failure (t->failed is then set and timing stops). About warm_ms
+** of warm-up launches, then reps samples back to back of t->inner launches
+** each (about sample_ms, rounded up to whole rounds of the sets so every
+** sample reads each set equally); t->med / min / max are per-launch ms.
+** Operations are timed in separate blocks, not interleaved, so each is
+** measured in its own sustained state (a slow kernel between samples would
+** let the clocks and power of the other recover and flatter it). */
+typedef int (*bench_launch_fn)(void *ctx, int set);
+typedef struct bench_timer {
+  bench_launch_fn fn;
+  void *ctx;
+  int active, failed, inner, counter;
+  double med, min, max;
+} bench_timer;
+
+static double bench_event_ms(cudaEvent_t a, cudaEvent_t b) {
+  float t = 0;
+  CK(cudaEventElapsedTime(&t, a, b));
+  return (double)t;
+}
+
+static int bench_launch_n(bench_timer *t, int nsets, int count) {
+  for (int i = 0; i < count; i++) {
+    if (t->fn(t->ctx, t->counter % nsets)) { t->failed = 1; return 1; }
+    t->counter++;
+  }
+  return 0;
+}
+
+static void bench_time(bench_timer *t, int nsets, int reps, cudaStream_t st, double warm_ms, double sample_ms) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  cudaEvent_t *ev = (cudaEvent_t *)calloc(2 * (size_t)reps, sizeof *ev);
+  double *ms = (double *)calloc((size_t)reps, sizeof *ms);
+  if (!ev || !ms) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  for (int i = 0; i < 2 * reps; i++) CK(cudaEventCreate(&ev[i]));
+
+  if (bench_launch_n(t, nsets, nsets)) goto out;  /* first touch of every set */
+  CK(cudaStreamSynchronize(st));
+  CK(cudaEventRecord(e0, st));
+  if (bench_launch_n(t, nsets, nsets)) goto out;
+  CK(cudaEventRecord(e1, st));
+  CK(cudaStreamSynchronize(st));
+  double est = bench_event_ms(e0, e1) / nsets;
+  if (est <= 0) est = 1e-3;
+  long warm = (long)ceil(warm_ms / est);
+  if (warm > 20000) warm = 20000;
+  if (bench_launch_n(t, nsets, (int)warm)) goto out;
+  long inner = (long)ceil(sample_ms / est);
+  t->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
+  t->inner = (t->inner + nsets - 1) / nsets * nsets;
+
+  for (int r = 0; r < reps; r++) {
+    CK(cudaEventRecord(ev[2 * r], st));
+    if (bench_launch_n(t, nsets, t->inner)) goto out;
+    CK(cudaEventRecord(ev[2 * r + 1], st));
+  }
+  CK(cudaStreamSynchronize(st));
+  CK(cudaGetLastError());
+  for (int r = 0; r < reps; r++) ms[r] = bench_event_ms(ev[2 * r], ev[2 * r + 1]) / t->inner;
+  t->med = bench_median(ms, reps);
+  t->min = ms[0];
+  t->max = ms[reps - 1];
+out:
+  CK(cudaStreamSynchronize(st));
+  CK(cudaGetLastError());
+  for (int i = 0; i < 2 * reps; i++) CK(cudaEventDestroy(ev[i]));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  free(ev);
+  free(ms);
+}
+
 /* Device-to-device cudaMemcpyAsync of `bytes`; returns TB/s counting bytes
 ** read plus bytes written (2 * bytes per copy), median of reps copies. */
 static double bench_copy_tbs(size_t bytes, int reps, cudaStream_t st, double *med_ms_out) {

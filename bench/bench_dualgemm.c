@@ -142,7 +142,8 @@ static void fill_args(problem *p) {
   a->alpha0 = 1.0f; a->alpha1 = 1.0f; a->beta0 = 0.0f; a->beta1 = 0.0f;
 }
 
-static int launch_kg(problem *p, int s) {
+static int launch_kg(void *ctx, int s) {
+  problem *p = (problem *)ctx;
   p->args.a = p->dA[s];
   p->args.b0 = G.dW[s];
   p->args.b1 = G.dW[s] + (size_t)N_DIM * K_DIM;
@@ -160,7 +161,8 @@ static void gemm_cb(const uint16_t *W, int64_t n, const uint16_t *A, int64_t m, 
 }
 
 /* (a): D0 = A.B0 -> tmp[0 : MN], D1 = A.B1 -> tmp[MN : 2MN] (both ld N), then silu*mul. */
-static int launch_pa(problem *p, int s) {
+static int launch_pa(void *ctx, int s) {
+  problem *p = (problem *)ctx;
   const size_t mn = (size_t)p->m * N_DIM;
   uint16_t *d0 = p->dTmp[s], *d1 = p->dTmp[s] + mn;
   gemm_cb(G.dW[s], N_DIM, p->dA[s], p->m, d0, N_DIM);
@@ -171,85 +173,14 @@ static int launch_pa(problem *p, int s) {
 }
 
 /* (b): [D0 || D1] = A.[B0 || B1] -> tmp as [M, 2N], then silu*mul on the two halves. */
-static int launch_pb(problem *p, int s) {
+static int launch_pb(void *ctx, int s) {
+  problem *p = (problem *)ctx;
   uint16_t *d01 = p->dTmp[s];
   gemm_cb(G.dW[s], 2 * N_DIM, p->dA[s], p->m, d01, 2 * N_DIM);
   int e = kgb_silu_mul_bf16(d01, 2 * N_DIM, d01 + N_DIM, 2 * N_DIM, p->dD2[OP_PB][s], N_DIM, p->m, N_DIM,
                             (void *)G.st);
   if (e) { p->peer_err = e; return 1; }
   return 0;
-}
-
-typedef int (*launch_fn)(problem *p, int s);
-
-typedef struct timed {
-  launch_fn fn;
-  int active, failed, inner, counter;
-  double med, min, max;
-} timed;
-
-static double event_ms(cudaEvent_t a, cudaEvent_t b) {
-  float t = 0;
-  CK(cudaEventElapsedTime(&t, a, b));
-  return (double)t;
-}
-
-/* Launches `count` times, alternating the input sets. */
-static int launch_n(problem *p, timed *t, int count) {
-  for (int i = 0; i < count; i++) {
-    if (t->fn(p, t->counter % G.nsets)) { t->failed = 1; return 1; }
-    t->counter++;
-  }
-  return 0;
-}
-
-/* One operation at a time: warm-up (about WARM_MS of launches), launches per sample, then G.reps
-** samples back to back; median / min / max of the per-launch time (as bench_gemm.c). */
-static void time_one(problem *p, timed *t) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  int reps = G.reps;
-  cudaEvent_t *ev = (cudaEvent_t *)calloc(2 * (size_t)reps, sizeof *ev);
-  double *ms = (double *)calloc((size_t)reps, sizeof *ms);
-  if (!ev || !ms) { fprintf(stderr, "out of host memory\n"); exit(2); }
-  for (int i = 0; i < 2 * reps; i++) CK(cudaEventCreate(&ev[i]));
-
-  if (launch_n(p, t, G.nsets)) goto out;  /* first touch of every set */
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaEventRecord(e0, G.st));
-  if (launch_n(p, t, G.nsets)) goto out;
-  CK(cudaEventRecord(e1, G.st));
-  CK(cudaStreamSynchronize(G.st));
-  double est = event_ms(e0, e1) / G.nsets;
-  if (est <= 0) est = 1e-3;
-  long warm = (long)ceil(WARM_MS / est);
-  if (warm > 20000) warm = 20000;
-  if (launch_n(p, t, (int)warm)) goto out;
-  long inner = (long)ceil(SAMPLE_MS / est);
-  t->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
-  /* whole rounds of the sets per sample, so every sample reads each set equally */
-  t->inner = (t->inner + G.nsets - 1) / G.nsets * G.nsets;
-
-  for (int r = 0; r < reps; r++) {
-    CK(cudaEventRecord(ev[2 * r], G.st));
-    if (launch_n(p, t, t->inner)) goto out;
-    CK(cudaEventRecord(ev[2 * r + 1], G.st));
-  }
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaGetLastError());
-  for (int r = 0; r < reps; r++) ms[r] = event_ms(ev[2 * r], ev[2 * r + 1]) / t->inner;
-  t->med = bench_median(ms, reps);
-  t->min = ms[0];
-  t->max = ms[reps - 1];
-out:
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaGetLastError());
-  for (int i = 0; i < 2 * reps; i++) CK(cudaEventDestroy(ev[i]));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  free(ev);
-  free(ms);
 }
 
 /* ---- checks ------------------------------------------------------------------------------------ */
@@ -428,13 +359,13 @@ static void run_m(int64_t m, int idx, row *rw) {
     snprintf(rw->note, sizeof rw->note, "no kg variant (%s); ", kg_status_string(st));
   }
 
-  timed ops[N_OPS];
+  bench_timer ops[N_OPS];
   memset(ops, 0, sizeof ops);
-  ops[OP_KG].fn = launch_kg; ops[OP_KG].active = rw->has_kg;
-  ops[OP_PA].fn = launch_pa; ops[OP_PA].active = 1;
-  ops[OP_PB].fn = launch_pb; ops[OP_PB].active = 1;
+  ops[OP_KG].fn = launch_kg; ops[OP_KG].ctx = p; ops[OP_KG].active = rw->has_kg;
+  ops[OP_PA].fn = launch_pa; ops[OP_PA].ctx = p; ops[OP_PA].active = 1;
+  ops[OP_PB].fn = launch_pb; ops[OP_PB].ctx = p; ops[OP_PB].active = 1;
   for (int o = 0; o < N_OPS; o++)
-    if (ops[o].active) time_one(p, &ops[o]);
+    if (ops[o].active) bench_time(&ops[o], G.nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
   if (rw->has_kg && ops[OP_KG].failed) {
     rw->has_kg = 0;
     rw->ok = 0;

@@ -133,7 +133,8 @@ static void fill_args(problem *p) {
   a->alpha = 1.0f; a->beta = 0.0f;
 }
 
-static int launch_kg(problem *p, int s) {
+static int launch_kg(void *ctx, int s) {
+  problem *p = (problem *)ctx;
   p->args.a = p->dA[s]; p->args.b = p->dB[s]; p->args.d = p->dDk[s];
   kg_status st = kg_gemm(&p->args, &p->exec);
   if (st != KG_SUCCESS) { p->kg_err = st; return 1; }
@@ -144,7 +145,8 @@ static int launch_kg(problem *p, int s) {
 ** Memory of A (row-major [M,K]) is column-major A^T (K x M, ld K): op N.
 ** B col-major (K x N, ld K) enters transposed (op T) to give B^T (N x K);
 ** B row-major [K,N] is column-major B^T (N x K, ld N): op N. */
-static int launch_cb(problem *p, int s) {
+static int launch_cb(void *ctx, int s) {
+  problem *p = (problem *)ctx;
   const float alpha = 1.0f, beta = 0.0f;
   cublasOperation_t opB = G.bcol ? CUBLAS_OP_T : CUBLAS_OP_N;
   int ldb = (int)(G.bcol ? p->k : p->n);
@@ -160,80 +162,6 @@ static int launch_cb(problem *p, int s) {
                                   (int)p->batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   return 0;
-}
-
-typedef int (*launch_fn)(problem *p, int s);
-
-typedef struct timed {
-  launch_fn fn;
-  int active, failed, inner, counter;
-  double med, min, max;
-} timed;
-
-static double event_ms(cudaEvent_t a, cudaEvent_t b) {
-  float t = 0;
-  CK(cudaEventElapsedTime(&t, a, b));
-  return (double)t;
-}
-
-/* Launches `count` times, rotating the input sets. */
-static int launch_n(problem *p, timed *t, int count) {
-  for (int i = 0; i < count; i++) {
-    if (t->fn(p, t->counter % p->nsets)) { t->failed = 1; return 1; }
-    t->counter++;
-  }
-  return 0;
-}
-
-/* One operation at a time: warm-up (about WARM_MS of launches), launches per
-** sample, then G.reps samples back to back; median / min / max of the
-** per-launch time. Operations are timed in separate blocks, not
-** interleaved, so each is measured in its own sustained state (a slow
-** kernel between samples would let the clocks and power of the other one
-** recover and flatter it). */
-static void time_one(problem *p, timed *t) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  int reps = G.reps;
-  cudaEvent_t *ev = (cudaEvent_t *)calloc(2 * (size_t)reps, sizeof *ev);
-  double *ms = (double *)calloc((size_t)reps, sizeof *ms);
-  if (!ev || !ms) { fprintf(stderr, "out of host memory\n"); exit(2); }
-  for (int i = 0; i < 2 * reps; i++) CK(cudaEventCreate(&ev[i]));
-
-  if (launch_n(p, t, p->nsets)) goto out;  /* first touch of every set */
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaEventRecord(e0, G.st));
-  if (launch_n(p, t, p->nsets)) goto out;
-  CK(cudaEventRecord(e1, G.st));
-  CK(cudaStreamSynchronize(G.st));
-  double est = event_ms(e0, e1) / p->nsets;
-  if (est <= 0) est = 1e-3;
-  long warm = (long)ceil(WARM_MS / est);
-  if (warm > 20000) warm = 20000;
-  if (launch_n(p, t, (int)warm)) goto out;
-  long inner = (long)ceil(SAMPLE_MS / est);
-  t->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
-
-  for (int r = 0; r < reps; r++) {
-    CK(cudaEventRecord(ev[2 * r], G.st));
-    if (launch_n(p, t, t->inner)) goto out;
-    CK(cudaEventRecord(ev[2 * r + 1], G.st));
-  }
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaGetLastError());
-  for (int r = 0; r < reps; r++) ms[r] = event_ms(ev[2 * r], ev[2 * r + 1]) / t->inner;
-  t->med = bench_median(ms, reps);
-  t->min = ms[0];
-  t->max = ms[reps - 1];
-out:
-  CK(cudaStreamSynchronize(G.st));
-  CK(cudaGetLastError());
-  for (int i = 0; i < 2 * reps; i++) CK(cudaEventDestroy(ev[i]));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  free(ev);
-  free(ms);
 }
 
 /* ---- checks ------------------------------------------------------------------ */
@@ -421,12 +349,12 @@ static void run_shape(const shape *s, int idx, row *rw, int with_kg) {
     }
   }
 
-  timed ops[2];
+  bench_timer ops[2];
   memset(ops, 0, sizeof ops);
-  ops[0].fn = launch_kg; ops[0].active = rw->has_kg;
-  ops[1].fn = launch_cb; ops[1].active = 1;
+  ops[0].fn = launch_kg; ops[0].ctx = p; ops[0].active = rw->has_kg;
+  ops[1].fn = launch_cb; ops[1].ctx = p; ops[1].active = 1;
   for (int o = 0; o < 2; o++)
-    if (ops[o].active) time_one(p, &ops[o]);
+    if (ops[o].active) bench_time(&ops[o], p->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
   if (rw->has_kg && ops[0].failed) {
     rw->has_kg = 0;
     rw->ok = 0;
