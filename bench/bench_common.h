@@ -115,8 +115,6 @@ static double bench_median(double *v, int n) {
   return (n % 2) ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* ---- ceilings ------------------------------------------------------------ */
-
 /* ---- timing --------------------------------------------------------------
 ** bench_time times one operation: fn(ctx, set) enqueues one launch reading
 ** input set `set` (rotated over 0 .. nsets-1) on stream st and returns
@@ -194,6 +192,7 @@ out:
   free(ms);
 }
 
+/* ---- ceilings ------------------------------------------------------------ */
 /* Device-to-device cudaMemcpyAsync of `bytes`; returns TB/s counting bytes
 ** read plus bytes written (2 * bytes per copy), median of reps copies. */
 static double bench_copy_tbs(size_t bytes, int reps, cudaStream_t st, double *med_ms_out) {
