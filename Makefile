@@ -42,7 +42,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm
 all: lib
 
 deps:
@@ -109,6 +109,9 @@ build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) $(B)/libk
 build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+build/test_gpu_dualgemm_fp4: tests/gpu/test_gpu_dualgemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -125,7 +128,8 @@ test:
 	@./tests/run_all.sh
 
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 \
+	  build/test_gpu_dualgemm_fp4
 	@./tests/gpu/run.sh
 
 bench:

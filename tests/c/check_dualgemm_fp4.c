@@ -267,6 +267,7 @@ static double check_fprob(const fprob *p, const char *what) {
   const kg_dtype t = a->dtype;
   const int64_t m = a->m, n = a->n, k = a->k;
   const double u = tu_unit_roundoff(t);
+  const double tiny = t == KG_F16 ? ldexp(1.0, -24) : 1e-30;   /* subnormal spacing of f16 */
   double worst = 0.0;
   double *A = malloc(sizeof(double) * (size_t)(m * k)), *W[2];
   W[0] = malloc(sizeof(double) * (size_t)(n * k));
@@ -308,7 +309,7 @@ static double check_fprob(const fprob *p, const char *what) {
           x[b] = alpha * s + cterm;
           xr[b] = tu_round(t, x[b]);
           tol[b] = 2.0 * u * fabs(x[b]) + (double)(k + 4) * ldexp(1.0, -23) * fabs(alpha) * abs +
-                   ldexp(1.0, -22) * fabs(cterm) + 1e-30;
+                   ldexp(1.0, -22) * fabs(cterm) + tiny;
           void *D = b ? a->d1 : a->d0;
           if (D) {
             double got = tu_get(D, t, di), err = fabs(got - x[b]);
@@ -322,7 +323,7 @@ static double check_fprob(const fprob *p, const char *what) {
         const double e0 = tol[0] + 2.0 * u * fabs(x[0]), e1 = tol[1] + 2.0 * u * fabs(x[1]);
         const double g0 = a->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(op_ref(a->op, xr[0], 1.0)) + 1.2 * e0;
         const double l0 = a->op == KG_DUAL_MUL ? 1.0 : 1.2;
-        const double tol2 = l0 * e0 * (fabs(xr[1]) + e1) + g0 * e1 + 4.0 * u * fabs(ref2) + 1e-30;
+        const double tol2 = l0 * e0 * (fabs(xr[1]) + e1) + g0 * e1 + 4.0 * u * fabs(ref2) + tiny;
         const double got2 = tu_get(a->d2, t, di);
         ck_assert_msg(fabs(got2 - ref2) <= tol2, "%s: D2(%lld, %lld, %lld) = %.9g, reference %.9g (tol %.3g)", what,
                       (long long)z, (long long)i, (long long)j, got2, ref2, tol2);

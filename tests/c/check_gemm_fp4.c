@@ -129,6 +129,7 @@ static double check_d(const gprob *p, const char *what) {
   for (int64_t j = 0; j < a->n; j++)
     for (int64_t kk = 0; kk < a->k; kk++) w[j * a->k + kk] = deq(p, j, kk);
   double worst = 0.0, u = tu_unit_roundoff(a->dtype);
+  const double tiny = a->dtype == KG_F16 ? ldexp(1.0, -24) : 1e-30;   /* subnormal spacing of f16 */
   for (int64_t i = 0; i < a->m; i++)
     for (int64_t j = 0; j < a->ldd; j++) {
       if (j >= a->n) {
@@ -145,7 +146,7 @@ static double check_d(const gprob *p, const char *what) {
       if (a->c && a->beta != 0.0f) cterm = a->beta * tu_get(a->c, a->dtype, i * a->ldc + j);
       ref += cterm;
       double tol = 2.0 * u * fabs(ref) + (double)(a->k + 4) * ldexp(1.0, -23) * fabs(a->alpha) * abs +
-                   ldexp(1.0, -22) * fabs(cterm) + 1e-30;
+                   ldexp(1.0, -22) * fabs(cterm) + tiny;
       double got = tu_get(a->d, a->dtype, i * a->ldd + j);
       ck_assert_msg(fabs(got - ref) <= tol, "%s: D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)", what,
                     (long long)i, (long long)j, got, ref, tol);
