@@ -125,6 +125,17 @@ typedef struct fp4g_params {
   return make_uint4(wb[0], wb[1], wb[2], wb[3]);
 }
 
+/* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_chunk_a(const uint8_t *row, int64_t ch, int64_t k) {
+  const int64_t k0 = ch * KCHUNK;
+  if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
+  uint32_t wb[4] = { 0u, 0u, 0u, 0u };
+#pragma unroll
+  for (int t = 0; t < 16; t++)
+    if (k0 + 2 * t < k) wb[t / 4] |= (uint32_t)row[ch * 16 + t] << (8 * (t % 4));
+  return make_uint4(wb[0], wb[1], wb[2], wb[3]);
+}
+
 /* e2m1(q) * scale of the 32 elements of a chunk: elements 0..15 take s0, 16..31 s1. */
 [[maybe_unused]] static __device__ __forceinline__ void kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_decode(const uint4 &raw, float s0, float s1, float (&out)[KCHUNK]) {
   const uint32_t wq[4] = { raw.x, raw.y, raw.z, raw.w };
@@ -158,8 +169,8 @@ __global__ void __launch_bounds__(256) kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_k
     const bool whole = k0 + KCHUNK <= p.k;
     float w[NB][KCHUNK];
     {
-    const float s0 = kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_scale(p.sf[0][kg_sf_off_linear(p.n, p.kv, g[0], col, 2 * ch)]);
-    const float s1 = 2 * ch + 1 < p.kv ? kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_scale(p.sf[0][kg_sf_off_linear(p.n, p.kv, g[0], col, 2 * ch + 1)]) : 0.0f;
+      const float s0 = kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_scale(p.sf[0][kg_sf_off_linear(p.n, p.kv, g[0], col, 2 * ch)]);
+      const float s1 = 2 * ch + 1 < p.kv ? kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_scale(p.sf[0][kg_sf_off_linear(p.n, p.kv, g[0], col, 2 * ch + 1)]) : 0.0f;
       kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_decode(kg_fp4gemm_hip_warp_nvfp4_bf16_sflinear_chunk(wrow[0], ch, p.k), s0, s1, w[0]);
     }
 #pragma unroll
