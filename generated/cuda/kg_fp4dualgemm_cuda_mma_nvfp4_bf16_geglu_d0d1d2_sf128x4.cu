@@ -174,27 +174,40 @@ typedef struct fp4m_params {
     for (int t = 0; t < 8; t++) out[q * 8 + t] = kg_e2m1_dec((wq[q] >> (4 * t)) & 15u) * (q < 2 ? s0 : s1);
 }
 
-/* Row `row` (of `rows`) of an FP4 operand, K tile kt (= chunk kt), dequantized into
-** the shared row dst (32 elements, bf16); zeros past the rows. */
-static __device__ __forceinline__ void kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_fill_w(__nv_bfloat16 *dst, const uint8_t *q, int64_t ld, const uint8_t *sf, int64_t rows,
-                                   int64_t kv, int64_t g, int64_t row, int64_t kt, int64_t k) {
-  float val[KCHUNK];
+/* Next K tile of one FP4 row, fetched into registers while the MMAs of the current tile run:
+** the 16 bytes of chunk kt of row `row` (of `rows`) and its scales; zeros past the rows. */
+typedef struct fp4m_chunk { uint4 raw; float s0, s1; } fp4m_chunk;
+static __device__ __forceinline__ fp4m_chunk kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_fetch_w(const uint8_t *q, int64_t ld, const uint8_t *sf, int64_t rows,
+                                                   int64_t kv, int64_t g, int64_t row, int64_t kt, int64_t k) {
+  fp4m_chunk c;
+  c.raw = make_uint4(0u, 0u, 0u, 0u); c.s0 = 0.0f; c.s1 = 0.0f;
   if (row < rows) {
     const int64_t ch = kt;
-    const float s0 = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch)]);
-    const float s1 = 2 * ch + 1 < kv ? kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch + 1)]) : 0.0f;
-    kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_decode(kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_chunk(q + row * ld, ch, k), s0, s1, val);
-  } else {
-#pragma unroll
-    for (int t = 0; t < KCHUNK; t++) val[t] = 0.0f;
+    c.s0 = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch)]);
+    c.s1 = 2 * ch + 1 < kv ? kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch + 1)]) : 0.0f;
+    c.raw = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_chunk(q + row * ld, ch, k);
   }
+  return c;
+}
+
+/* Dequantizes a fetched chunk into the shared row dst (32 elements, bf16; exact), four 16-byte stores. */
+static __device__ __forceinline__ void kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_put(__nv_bfloat16 *dst, const fp4m_chunk &c) {
+  float val[KCHUNK];
+  kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_decode(c.raw, c.s0, c.s1, val);
 #pragma unroll
-  for (int t = 0; t < KCHUNK; t++) dst[t] = __float2bfloat16_rn(val[t]);
+  for (int j = 0; j < KCHUNK / 8; j++) {
+    uint4 pk;
+    __nv_bfloat16 *e = reinterpret_cast<__nv_bfloat16 *>(&pk);
+#pragma unroll
+    for (int t = 0; t < 8; t++) e[t] = __float2bfloat16_rn(val[8 * j + t]);
+    *(uint4 *)(dst + 8 * j) = pk;
+  }
 }
 
 __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_kernel(fp4m_params p) {
-  __shared__ __attribute__((aligned(16))) __nv_bfloat16 sA[TM * LDS];
-  __shared__ __attribute__((aligned(16))) __nv_bfloat16 sB[NB][TN * LDS];
+  /* two stages: the MMAs of K tile kt read stage kt & 1 while tile kt + 1 is written to the other */
+  __shared__ __attribute__((aligned(16))) __nv_bfloat16 sA_all[2][TM * LDS];
+  __shared__ __attribute__((aligned(16))) __nv_bfloat16 sB_all[2][NB][TN * LDS];
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int64_t n0 = (int64_t)blockIdx.x * TN, m0 = (int64_t)blockIdx.y * TM, z = blockIdx.z;
   const int wm0 = (warp / 2) * 32, wn0 = (warp % 2) * 32;
@@ -206,6 +219,9 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
     wbase[i] = p.w[i] + z * p.w_bs[i];
     g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
   }
+  /* the weight row this thread dequantizes: weight wi, row wr of the tile (threads >= NB*TN: none) */
+  const int wi = tid / TN, wr = tid % TN;
+  const bool wact = tid < NB * TN;
   kg_acc acc[NB][2][4];
 #pragma unroll
   for (int i = 0; i < NB; i++)
@@ -216,24 +232,37 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
 #pragma unroll
         for (int e = 0; e < 4; e++) acc[i][mi][ni][e] = 0.0f;
   const int64_t ktiles = (p.k + TK - 1) / TK;
+  fp4m_chunk wc = { make_uint4(0u, 0u, 0u, 0u), 0.0f, 0.0f };
+  /* prologue: tile 0 into stage 0 */
+  if (wact) wc = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_fetch_w(wbase[wi], p.ldw[wi], p.sf[wi], p.n, p.kv, g[wi], n0 + wr, 0, p.k);
+  for (int it = tid; it < TM * 4; it += 128) {   /* 64 rows x 4 chunks of 8 elements */
+    const int r = it / 4, cc = it % 4;
+    const int64_t kx = 0 * TK + cc * 8, left = p.k - kx;   /* valid elements of the chunk */
+    const int bytes = m0 + r < p.m && left > 0 ? (left < 8 ? (int)left : 8) * 2 : 0;   /* zero-fill past M, K */
+    kg_cp_async16(sA_all[0] + r * LDS + cc * 8, bytes ? abase + (m0 + r) * p.lda + kx : abase, bytes);
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  if (wact) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_put(sB_all[0][wi] + wr * LDS, wc);
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
   for (int64_t kt = 0; kt < ktiles; kt++) {
-    const int64_t k0 = kt * TK;
-    /* A tile: 64 rows x 4 chunks of 8 elements, zero-filled past M and K */
-    for (int it = tid; it < TM * 4; it += 128) {
-      const int r = it / 4, cc = it % 4;
-      const int64_t kx = k0 + cc * 8;
-      const int64_t left = p.k - kx;   /* valid elements of the chunk: 0 .. 8 */
-      const int bytes = m0 + r < p.m && left > 0 ? (left < 8 ? (int)left : 8) * 2 : 0;
-      kg_cp_async16(sA + r * LDS + cc * 8, bytes ? abase + (m0 + r) * p.lda + kx : abase, bytes);
+    const int cur = (int)(kt & 1), nxt = cur ^ 1;
+    const bool more = kt + 1 < ktiles;
+    /* stage nxt was last read before the previous barrier: fetch tile kt + 1 now, store it after the MMAs */
+    if (more) {
+      if (wact) wc = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_fetch_w(wbase[wi], p.ldw[wi], p.sf[wi], p.n, p.kv, g[wi], n0 + wr, (kt + 1), p.k);
+      for (int it = tid; it < TM * 4; it += 128) {   /* 64 rows x 4 chunks of 8 elements */
+        const int r = it / 4, cc = it % 4;
+        const int64_t kx = (kt + 1) * TK + cc * 8, left = p.k - kx;   /* valid elements of the chunk */
+        const int bytes = m0 + r < p.m && left > 0 ? (left < 8 ? (int)left : 8) * 2 : 0;   /* zero-fill past M, K */
+        kg_cp_async16(sA_all[nxt] + r * LDS + cc * 8, bytes ? abase + (m0 + r) * p.lda + kx : abase, bytes);
+      }
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-    /* W tiles: 64 rows per weight, one 32-element chunk each */
-    for (int it = tid; it < NB * TN; it += 128) {
-      const int i = it / TN, r = it % TN;
-      kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_fill_w(sB[i] + r * LDS, wbase[i], p.ldw[i], p.sf[i], p.n, p.kv, g[i], n0 + r, kt, p.k);
-    }
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-    __syncthreads();
+    const __nv_bfloat16 *sA = sA_all[cur];
+    const __nv_bfloat16 *sB[NB];
+#pragma unroll
+    for (int i = 0; i < NB; i++) sB[i] = sB_all[cur][i];
 #pragma unroll
     for (int ks = 0; ks < 2; ks++) {
       kg_frag_a fa[2];
@@ -251,6 +280,10 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
 #pragma unroll
           for (int i = 0; i < NB; i++) kg_mma(acc[i][mi][ni], fa[mi], fb[i][ni]);
     }
+    if (more) {
+      if (wact) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geglu_d0d1d2_sf128x4_put(sB_all[nxt][wi] + wr * LDS, wc);
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     __syncthreads();
   }
   const float post_a = 1.0f;
