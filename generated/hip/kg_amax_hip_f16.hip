@@ -98,17 +98,18 @@ typedef struct amax_params {
   unsigned *out;   /* f32 bit patterns, zeroed before the launch */
 } amax_params;
 
-/* Block (bx, g): rows bx, bx + gridDim.x, ... of group g; threads stride over
-** the columns; warp shuffles then shared memory reduce the block, whose thread 0
-** raises out[g] with one atomic max on the bit pattern (non-negative f32 values
-** order like their bits). */
+/* Block (bx, g, bz): rows bx, bx + gridDim.x, ... of group g; its threads take
+** columns bz*256 + t, stepping 256*gridDim.z (z splits long rows); warp
+** shuffles then shared memory reduce the block, whose thread 0 raises out[g]
+** with one atomic max on the bit pattern (non-negative f32 values order like
+** their bits). */
 __global__ void __launch_bounds__(256) kg_amax_hip_f16_kernel(amax_params p) {
   __shared__ float part[4];
   const int g = (int)blockIdx.y;
   const __half *x = p.x + g * p.bsx;
   float mx = 0.0f;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x)
-    for (int64_t c = threadIdx.x; c < p.cols; c += 256) {
+    for (int64_t c = (int64_t)blockIdx.z * 256 + threadIdx.x; c < p.cols; c += (int64_t)256 * gridDim.z) {
       const float a = kg_fp4_abs(__half2float(x[r * p.ldx + c]));
       if (a > mx) mx = a;
     }
@@ -134,7 +135,10 @@ extern "C" kg_status kg_amax_hip_f16(const kg_amax_args *args, const kg_exec *ex
   p.out = (unsigned *)args->out;
   hipError_t e = hipMemsetAsync(args->out, 0, (size_t)args->batch * sizeof(float), stream);
   if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
-  dim3 grid((unsigned)(args->rows < 1024 ? args->rows : 1024), (unsigned)args->batch), block(256);
+  /* about 1024 blocks per group: rows first, then column slices of 2048 elements or more */
+  const int64_t bx = args->rows < 1024 ? args->rows : 1024, col_slices = (args->cols + 2047) / 2048;
+  const int64_t bz = col_slices < 1024 / bx ? col_slices : (1024 / bx > 0 ? 1024 / bx : 1);
+  dim3 grid((unsigned)bx, (unsigned)args->batch, (unsigned)(bz > 0 ? bz : 1)), block(256);
   hipLaunchKernelGGL(kg_amax_hip_f16_kernel, grid, block, 0, stream, p);
   e = hipGetLastError();
   if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }

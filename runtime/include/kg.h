@@ -357,7 +357,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 **    Kernels multiply e2m1(q) * f32(sf) values (exact) and apply
 **    alpha * (1/gsA) * (1/gsB) to the f32 sum (fp4.md: two NVFP4 operands
 **    take alpha = 1/(gsA*gsB); here the global scales are passed and alpha
-**    stays the caller's factor).
+**    stays the caller's factor; NULL global scales with alpha = 1/(gsA*gsB)
+**    give the same result up to f32 rounding).
 ** C, D: m x n, row-major, dtype, ldc / ldd elements; c may be NULL only when
 **    beta == 0; ldc == 0 adds one bias row to every row.
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
