@@ -85,6 +85,23 @@ describe("dualgemm_fp4 family", function()
   end)
 end)
 
+describe("FP4 dispatch order", function()
+  it("puts the small-M warp kernel before the any-M mma kernel of the same key in kg_table.c", function()
+    local text = H.read(H.root .. "/generated/kg_table.c")
+    assert.is_truthy(text)
+    for _, pair in ipairs({
+      { "kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4\"" },
+      { "kg_fp4gemm_hip_warp_mxfp4_bf16_sflinear\"", "kg_fp4gemm_hip_mma_mxfp4_bf16_sflinear\"" },
+      { "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4\"" },
+      { "kg_fp4dualgemm_hip_warp_mxfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_hip_mma_mxfp4_bf16_swiglu_d2_sf128x4\"" },
+    }) do
+      local a, b = text:find(pair[1], 1, true), text:find(pair[2], 1, true)
+      assert.is_truthy(a and b, pair[1])
+      assert.is_true(a < b, pair[1] .. " after " .. pair[2])
+    end
+  end)
+end)
+
 describe("amax family", function()
   it("names kg_amax_<backend>_<dtype>; the kernel follows from the backend", function()
     local variants, errors = expand_in("amax", { backend = { "c", "cuda", "hip" }, dtype = { "f32", "bf16" } })
