@@ -43,7 +43,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm build/bench_fp4
 all: lib
 
 deps:
@@ -121,6 +121,9 @@ $(B)/bench/peer_kernels.o: bench/peer_kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+build/bench_fp4: bench/bench_fp4.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
 build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -145,7 +148,7 @@ test-gpu:
 	@./tests/gpu/run.sh
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4
 	build/bench_gemm && build/bench_dualgemm
 
 clean:
