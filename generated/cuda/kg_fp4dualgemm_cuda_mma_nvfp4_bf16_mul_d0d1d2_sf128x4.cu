@@ -144,7 +144,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_mul_d0d1d2_sf128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_mul_d0d1d2_sf128x4_chunk_stream(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return __ldcs((const uint4 *)(row + ch * 16));
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -155,7 +155,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_mul_d0d1d2_sf128x4_chunk_a(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_mul_d0d1d2_sf128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };

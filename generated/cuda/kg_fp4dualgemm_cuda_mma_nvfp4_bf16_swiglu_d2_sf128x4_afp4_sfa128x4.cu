@@ -145,7 +145,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk_stream(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return __ldcs((const uint4 *)(row + ch * 16));
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -156,7 +156,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk_a(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -198,7 +198,7 @@ static __device__ __forceinline__ fp4m_chunk kg_fp4dualgemm_cuda_mma_nvfp4_bf16_
     const int64_t ch = kt;
     c.s0 = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch)]);
     c.s1 = 2 * ch + 1 < kv ? kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_scale(sf[kg_sf_off_128x4(rows, kv, g, row, 2 * ch + 1)]) : 0.0f;
-    c.raw = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk_a(q + row * ld, ch, k);
+    c.raw = kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4_chunk(q + row * ld, ch, k);
   }
   return c;
 }

@@ -131,7 +131,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_mma_nvfp4_bf16_sflinear_chunk(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_mma_nvfp4_bf16_sflinear_chunk_stream(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -142,7 +142,7 @@ typedef struct fp4m_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_mma_nvfp4_bf16_sflinear_chunk_a(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_mma_nvfp4_bf16_sflinear_chunk(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };

@@ -115,7 +115,7 @@ typedef struct fp4g_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk_stream(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -126,7 +126,7 @@ typedef struct fp4g_params {
 }
 
 /* The 16 bytes of K chunk ch of a packed FP4 row (bytes below k/2 only at the ragged end). */
-[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk_a(const uint8_t *row, int64_t ch, int64_t k) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk(const uint8_t *row, int64_t ch, int64_t k) {
   const int64_t k0 = ch * KCHUNK;
   if (k0 + KCHUNK <= k) return *(const uint4 *)(row + ch * 16);
   uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(256) kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_ke
     {
       const float s0 = kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_scale(p.sf[0][kg_sf_off_128x4(p.n, p.kv, g[0], col, 2 * ch)]);
       const float s1 = 2 * ch + 1 < p.kv ? kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_scale(p.sf[0][kg_sf_off_128x4(p.n, p.kv, g[0], col, 2 * ch + 1)]) : 0.0f;
-      kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_decode(kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk(wrow[0], ch, p.k), s0, s1, w[0]);
+      kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_decode(kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_chunk_stream(wrow[0], ch, p.k), s0, s1, w[0]);
     }
 #pragma unroll
     for (int r = 0; r < MAXM; r++) {
