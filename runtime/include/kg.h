@@ -365,8 +365,9 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K); the workspace size is 0.
 ** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the `mma`
-** kernels (CUDA mma.sync / HIP MFMA on the weights dequantized to bf16 in
-** shared memory) any m; a variant that does not take m is
+** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
+** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
+** any m; a variant that does not take m is
 ** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
 ** multiple of 16 bytes (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend
