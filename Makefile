@@ -3,6 +3,7 @@
 #   make lib        build build/<backends>/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
 #   make test       install what is missing, then every CPU-side check
 #   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
+#   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
 #   make bench      kg vs cuBLAS on the GPU
 # Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
 # KG_CUDA=0 / KG_HIP=0 to leave a backend out.
@@ -42,7 +43,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm build/bench_fp4
 all: lib
 
 deps:
@@ -109,6 +110,9 @@ build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) $(B)/libk
 build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+build/test_gpu_dualgemm_fp4: tests/gpu/test_gpu_dualgemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -117,6 +121,9 @@ $(B)/bench/peer_kernels.o: bench/peer_kernels.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+build/bench_fp4: bench/bench_fp4.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
 build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -124,12 +131,24 @@ build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/pe
 test:
 	@./tests/run_all.sh
 
+# The GPU test programs built for the C backend (host memory, kg_*_c_* variants):
+# checks the tests themselves on a machine without a GPU.
+GPU_HOST_TESTS := fp4:KG_FP4_TEST_HOST gemm_fp4:KG_FP4GEMM_TEST_HOST dualgemm_fp4:KG_FP4DUAL_TEST_HOST
+test-gpu-host:
+	$(MAKE) KG_CUDA=0 KG_HIP=0 lib
+	@set -e; for t in $(GPU_HOST_TESTS); do n=$${t%%:*}; d=$${t#*:}; \
+	  $(CC) $(KG_CFLAGS) -D$$d tests/gpu/test_gpu_$$n.c build/c/libkg.a $(LDLIBS) -o build/test_gpu_$${n}_host; \
+	  echo "== build/test_gpu_$${n}_host"; build/test_gpu_$${n}_host > build/.gpu_host.log 2>&1 || \
+	  { grep -E '^FAIL' build/.gpu_host.log | head -n 20; tail -n 1 build/.gpu_host.log; exit 1; }; \
+	  tail -n 1 build/.gpu_host.log; done
+
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 \
+	  build/test_gpu_dualgemm_fp4
 	@./tests/gpu/run.sh
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4
 	build/bench_gemm && build/bench_dualgemm
 
 clean:

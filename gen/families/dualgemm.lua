@@ -121,6 +121,15 @@ local OP_EXPR = {
   mul = "(%s) * (%s)",
 }
 
+-- op(x0, x1) as a function of the two f32 expressions (also used by the FP4 DualGemm).
+function F.op_fn(op)
+  return function(x0, x1)
+    if op == "swiglu" then return string.format(OP_EXPR.swiglu, x0, x0, x1) end
+    if op == "geglu" then return string.format(OP_EXPR.geglu, x0, x0, x0, x0, x0, x1) end
+    return string.format(OP_EXPR.mul, x0, x1)
+  end
+end
+
 function F.prepare(v, d, env)
   G.prepare(as_gemm(v), d, env)
   env.NB, env.DUAL = 2, true
@@ -131,11 +140,7 @@ function F.prepare(v, d, env)
     { b = "b1", layout_b = v.layout_b1, c = "c1", d = "d1", alpha = "alpha1", beta = "beta1", store = v.store_d1,
       bcast = true },
   }
-  env.dual_op = function(x0, x1)
-    if v.op == "swiglu" then return string.format(OP_EXPR.swiglu, x0, x0, x1) end
-    if v.op == "geglu" then return string.format(OP_EXPR.geglu, x0, x0, x0, x0, x0, x1) end
-    return string.format(OP_EXPR.mul, x0, x1)
-  end
+  env.dual_op = F.op_fn(v.op)
 end
 
 return F

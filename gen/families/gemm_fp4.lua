@@ -1,67 +1,125 @@
--- W4A16 block-scaled FP4 GEMM family: D = alpha * A.W^T (+ beta * C), A f16 or
--- bf16 activations [M, K] row-major, W an FP4 weight [N, K] (K-major, packed
--- low nibble first) with NVFP4 (E4M3 per 16 + f32 global scale) or MXFP4
--- (UE8M0 per 32) scales in any of the three scale layouts (kg.h, W4A16 FP4
--- GEMM). Kernels: blocked (C backend: packed loops, B panels dequantized into
--- f32 while packing) and warp (CUDA, HIP: small M, one warp per output column,
--- 16-byte loads of 32 packed weights, dequantized in registers, f32 FMA).
+-- Block-scaled FP4 GEMM family: D = alpha * A.W^T (+ beta * C) with W an FP4
+-- weight [N, K] (K-major, packed low nibble first) with NVFP4 (E4M3 per 16 +
+-- f32 global scale) or MXFP4 (UE8M0 per 32) scales in any of the three scale
+-- layouts, and A either f16 / bf16 activations [M, K] row-major (W4A16) or
+-- FP4 in the same format with its own scales (W4A4, a_dtype = "fp4") (kg.h,
+-- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
+-- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
+-- warp per output column, 16-byte loads of 32 packed weights, dequantized in
+-- registers, f32 FMA) and mma (CUDA, HIP: any M, tiles of A and W dequantized
+-- to bf16/f16 in shared memory, the dialect's warp-level MMA: mma.sync
+-- m16n8k16 / MFMA 16x16x16). families/dualgemm_fp4.lua renders the same
+-- templates with two weights (PRODUCTS).
+local DG = require("families.dualgemm")
+
 local F = { name = "gemm_fp4" }
 
-local KERNEL_OF = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the GPU kernel takes (its accumulators per lane).
+local KERNELS = { c = { blocked = true }, cuda = { warp = true, mma = true }, hip = { warp = true, mma = true } }
+local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
+-- Largest m the warp kernel takes (its accumulators per lane).
 F.MAX_M = 16
+-- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
+-- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
+-- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).
+F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 } }
 
+local LAYOUTS = { "linear", "128x4", "8x4" }
+
+-- Axes shared with the FP4 DualGemm family (which inserts its own after these).
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
-  { name = "kernel", values = { "blocked", "warp" }, default = function(v) return KERNEL_OF[v.backend] end },
+  { name = "kernel", values = { "blocked", "warp", "mma" }, default = function(v) return DEFAULT_KERNEL[v.backend] end },
   { name = "dtype", values = { "f16", "bf16" } },
+  -- A's type: the activation dtype (W4A16) or fp4 (W4A4: A quantized in `format` too)
+  { name = "a_dtype", values = { "f16", "bf16", "fp4" }, default = function(v) return v.dtype end },
   { name = "format", values = { "nvfp4", "mxfp4" } },
-  { name = "sf_layout", values = { "linear", "128x4", "8x4" }, default = "128x4" },
+  { name = "sf_layout", values = LAYOUTS, default = "128x4" },
+  -- W4A4: layout of A's scales (default: the weights' layout); none for W4A16
+  { name = "sf_layout_a", values = { "linear", "128x4", "8x4", "none" },
+    default = function(v) if v.a_dtype == "fp4" then return v.sf_layout end return "none" end },
 }
 
 -- Template files the family renders (tests stub them).
-F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt" }
+F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_mma.kgt" }
+
+local function allowed_kernels(backend)
+  local out = {}
+  for _, k in ipairs({ "blocked", "warp", "mma" }) do if KERNELS[backend][k] then out[#out + 1] = k end end
+  return table.concat(out, ", ")
+end
 
 function F.legal(v)
-  if v.kernel ~= KERNEL_OF[v.backend] then
+  if not KERNELS[v.backend][v.kernel] then
     return string.format("kernel '%s' does not exist on backend '%s'; allowed: %s", v.kernel, v.backend,
-      KERNEL_OF[v.backend]), "kernel"
+      allowed_kernels(v.backend)), "kernel"
+  end
+  if v.a_dtype ~= v.dtype and v.a_dtype ~= "fp4" then
+    return string.format("A is the activation dtype or FP4; allowed: a_dtype = %s, fp4", v.dtype), "a_dtype"
+  end
+  if v.a_dtype == "fp4" and v.sf_layout_a == "none" then
+    return "FP4 A (W4A4) has scales; allowed: sf_layout_a = linear, 128x4, 8x4", "sf_layout_a"
+  end
+  if v.a_dtype ~= "fp4" and v.sf_layout_a ~= "none" then
+    return string.format("sf_layout_a is for FP4 A (a_dtype = fp4), here a_dtype = %s; allowed: sf_layout_a = none",
+      v.a_dtype), "sf_layout_a"
+  end
+  if v.kernel == "mma" and v.dtype == "f16" and v.format == "mxfp4" then
+    -- e2m1 * 2^(e-127) is exact in bf16 (f32's exponent range), not in f16
+    return "the mma kernel dequantizes MXFP4 into bf16 (UE8M0 scales exceed f16's range); allowed: dtype = bf16"
+      .. " (or format = nvfp4)", "dtype"
   end
   return nil
 end
 
--- kg_fp4gemm_<backend>_<kernel>_<format>_<dtype>_sf<layout> (not kg_gemm_: that prefix is the
--- GEMM family's)
+-- "_afp4_sfa<layout>" for W4A4, "" for W4A16 (W4A16 names are those of the first release).
+function F.a_suffix(v)
+  if v.a_dtype == "fp4" then return "_afp4_sfa" .. v.sf_layout_a end
+  return ""
+end
+
+-- kg_fp4gemm_<backend>_<kernel>_<format>_<dtype>_sf<layout>[_afp4_sfa<layout>] (not kg_gemm_:
+-- that prefix is the GEMM family's)
 function F.name_of(v)
   return table.concat({ "kg_fp4gemm", v.backend, v.kernel, v.format, v.dtype, "sf" .. v.sf_layout }, "_")
+    .. F.a_suffix(v)
 end
 
 function F.template(v) return "fp4/gemm_" .. v.kernel .. ".kgt" end
 
--- One variant per (backend, dtype, format, layout): no ranking needed.
-function F.rank() return 0 end
+-- Inside one key the small-M kernel comes first, the any-M kernel after it.
+function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300 })[v.kernel] end
 
 function F.sort_key(v)
-  return string.format("%s|%s|%s|%s|%s|%s", v.family, v.backend, v.dtype, v.format, v.sf_layout, v.name)
+  return string.format("%s|%s|%s|%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.a_dtype, v.format,
+    v.sf_layout, v.sf_layout_a, 9999 - F.rank(v), v.name)
 end
 
 local DTYPE_ENUM = { f16 = "KG_F16", bf16 = "KG_BF16" }
 local FORMAT_ENUM = { nvfp4 = "KG_FP4_NVFP4", mxfp4 = "KG_FP4_MXFP4" }
-local LAYOUT_ENUM = { linear = "KG_SF_LINEAR", ["128x4"] = "KG_SF_SWIZZLED_128X4", ["8x4"] = "KG_SF_SWIZZLED_8X4" }
+local LAYOUT_ENUM = { linear = "KG_SF_LINEAR", ["128x4"] = "KG_SF_SWIZZLED_128X4", ["8x4"] = "KG_SF_SWIZZLED_8X4",
+                      none = "-1" }
+F.DTYPE_ENUM, F.FORMAT_ENUM, F.LAYOUT_ENUM = DTYPE_ENUM, FORMAT_ENUM, LAYOUT_ENUM
 
+-- Descriptor fields common to both families (op, modes and launch added by each).
 -- Layouts are fixed by the op (A, C, D row-major, W K-major) and not in the
 -- descriptor: dispatch never matches on them.
-function F.descriptor(v, d)
+function F.common_descriptor(v, d)
   local gpu = v.backend ~= "c"
   return {
-    ".op = KG_OP_GEMM_FP4", ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"',
-    '.kernel = "' .. v.kernel .. '"',
+    ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
-    ".modes = KG_MODE_BIT(KG_MODE_GEMM)",
-    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. (gpu and tostring(F.MAX_M) or "0"),
+    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. (v.kernel == "warp" and tostring(F.MAX_M) or "0"),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
-    ".gemm_fp4_launch = " .. v.name,
+    ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
+end
+
+function F.descriptor(v, d)
+  local fields = { ".op = KG_OP_GEMM_FP4" }
+  for _, f in ipairs(F.common_descriptor(v, d)) do fields[#fields + 1] = f end
+  fields[#fields + 1] = ".modes = KG_MODE_BIT(KG_MODE_GEMM)"
+  fields[#fields + 1] = ".gemm_fp4_launch = " .. v.name
+  return fields
 end
 
 function F.prototypes(v)
@@ -71,15 +129,32 @@ end
 -- Scale-offset functions of templates/fp4/common.kgt, per layout.
 local SF_OFF = { linear = "kg_sf_off_linear", ["128x4"] = "kg_sf_off_128x4", ["8x4"] = "kg_sf_off_8x4" }
 
--- Values the templates read besides v and d.
-function F.prepare(v, d, env)
+-- Values the templates read besides v and d (both families).
+function F.common_prepare(v, d, env)
   env.BS = v.format == "mxfp4" and 32 or 16   -- elements per scale block
   env.NV = v.format == "nvfp4"
   env.SF_OFF = SF_OFF[v.sf_layout]
+  env.A4 = v.a_dtype == "fp4"                 -- W4A4: A is FP4 with scales
+  env.SF_OFF_A = SF_OFF[v.sf_layout_a]
   env.MAX_M = F.MAX_M
-  env.TA = d.storage[v.dtype]
+  env.MMA = F.MMA_TILE[v.backend]
+  env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end
   env.store_d = function(x) return string.format(d.from_f32[v.dtype], x) end
 end
+
+function F.prepare(v, d, env)
+  F.common_prepare(v, d, env)
+  env.NB, env.DUAL, env.BATCHED = 1, false, false
+  env.ARGS_T = "kg_gemm_fp4_args"
+  -- One entry per product: its weight, scales, global scale, C, D and scalars by
+  -- their names in the args struct.
+  env.PRODUCTS = { { b = "b", sf = "sf_b", gs = "global_scale_b", c = "c", d = "d", alpha = "alpha", beta = "beta",
+                     store = true } }
+  env.dual_op = nil
+end
+
+-- The DualGemm op expression (families/dualgemm.lua), for the FP4 DualGemm.
+F.dual_op_fn = DG.op_fn
 
 return F

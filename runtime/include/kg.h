@@ -158,7 +158,9 @@ typedef enum kg_op {
   KG_OP_FP4_QUANTIZE, KG_OP_FP4_DEQUANTIZE,   /* args: kg_fp4_args */
   KG_OP_SF_SWIZZLE, KG_OP_SF_UNSWIZZLE,       /* args: kg_sf_swizzle_args */
   KG_OP_SF_RESWIZZLE,                         /* args: kg_sf_reswizzle_args */
-  KG_OP_GEMM_FP4                              /* args: kg_gemm_fp4_args */
+  KG_OP_GEMM_FP4,                             /* args: kg_gemm_fp4_args */
+  KG_OP_DUALGEMM_FP4,                         /* args: kg_dualgemm_fp4_args */
+  KG_OP_AMAX                                  /* args: kg_amax_args */
 } kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
@@ -333,41 +335,60 @@ typedef struct kg_sf_reswizzle_args {
 } kg_sf_reswizzle_args;
 kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec);
 
-/* ---- W4A16 block-scaled FP4 GEMM -------------------------------------------
+/* ---- Block-scaled FP4 GEMM: W4A16 and W4A4 ---------------------------------
 **   D = alpha * A.W^T + beta * C      (f32 accumulation)
-** A: activations, m x k, row-major, dtype (KG_F16 or KG_BF16), lda elements.
+** A: activations, m x k, row-major, lda per row:
+**    W4A16 (a_fp4 = 0): dtype elements (KG_F16 or KG_BF16), lda in elements;
+**    W4A4  (a_fp4 = 1): FP4 in the weights' format, [m, k/2] bytes packed like
+**      W, lda in bytes; scales sf_a for m rows x kv columns in sf_layout_a,
+**      sf_a_bytes = kg_sf_size(sf_layout_a, m, kv, 1); NVFP4 global scale
+**      *global_scale_a (NULL: 1.0; MXFP4: must be NULL). Dequantized A is
+**      e2m1(q) * f32(sf) / gsA (NVFP4), e2m1(q) * 2^(sf-127) (MXFP4).
+**    With a_fp4 = 0, sf_a and global_scale_a must be NULL.
 ** B: FP4 weights W, n x k stored K-major ([n, k/2] bytes, element 2i of a row
 **    in the low nibble), ldb bytes per row; i.e. the GEMM's k x n B operand
 **    in column-major order. Scales sf_b for n rows x kv = kg_fp4_kv(format, k)
 **    scale columns, one group, in sf_layout; sf_b_bytes must equal
 **    kg_sf_size(sf_layout, n, kv, 1) (KG_ERROR_INVALID_PROBLEM otherwise, so
-**    a buffer sized for another layout or format is caught).
+**    a buffer sized for another layout or format is caught; likewise sf_a).
 **    Dequantized weight: NVFP4 e2m1(q) * f32(sf) / gs with gs =
 **    *global_scale_b (NULL: 1.0; one f32 in backend memory, finite, > 0);
 **    MXFP4 e2m1(q) * 2^(sf-127) (global_scale_b must be NULL).
-**    Kernels multiply by e2m1(q) * f32(sf) (exact) and apply alpha * (1/gs)
-**    to the f32 sum.
+**    Kernels multiply e2m1(q) * f32(sf) values (exact) and apply
+**    alpha * (1/gsA) * (1/gsB) to the f32 sum (fp4.md: two NVFP4 operands
+**    take alpha = 1/(gsA*gsB); here the global scales are passed and alpha
+**    stays the caller's factor; NULL global scales with alpha = 1/(gsA*gsB)
+**    give the same result up to f32 rounding).
 ** C, D: m x n, row-major, dtype, ldc / ldd elements; c may be NULL only when
 **    beta == 0; ldc == 0 adds one bias row to every row.
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K); the workspace size is 0.
-** GPU backends (CUDA, HIP) have only a small-M kernel: m <= 16 (larger m is
-** KG_ERROR_NOT_SUPPORTED; kg_explain says why), a and b 16-byte aligned,
-** lda a multiple of 8 elements, ldb a multiple of 16 bytes
-** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m. */
+** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the `mma`
+** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
+** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
+** any m; a variant that does not take m is
+** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
+** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
+** multiple of 16 bytes (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend
+** takes any m and alignment. */
 typedef struct kg_gemm_fp4_args {
   int64_t m, n, k;
-  kg_dtype dtype;               /* A, C and D: KG_F16 or KG_BF16 */
-  kg_fp4_format format;
-  kg_sf_layout sf_layout;
-  const void *a; int64_t lda;   /* elements */
+  kg_dtype dtype;               /* A (W4A16), C and D: KG_F16 or KG_BF16 */
+  kg_fp4_format format;         /* of B (and of A when a_fp4) */
+  kg_sf_layout sf_layout;       /* of sf_b */
+  const void *a; int64_t lda;   /* elements (W4A4: bytes) */
   const void *b; int64_t ldb;   /* bytes */
   const void *sf_b; size_t sf_b_bytes;
   const float *global_scale_b;
   const void *c; int64_t ldc;
   void *d; int64_t ldd;
   float alpha, beta;
+  /* W4A4 only (zero for W4A16) */
+  int a_fp4;                    /* 1: A is FP4 (W4A4) */
+  kg_sf_layout sf_layout_a;
+  const void *sf_a; size_t sf_a_bytes;
+  const float *global_scale_a;
 } kg_gemm_fp4_args;
 
 kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec);
@@ -376,7 +397,83 @@ kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec
 /* Name of the variant kg_gemm_fp4 would run; *name points into static storage. */
 kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name);
 
-/* Name of the variant an FP4 op (KG_OP_FP4_* or KG_OP_SF_*) would run with
+/* ---- Block-scaled FP4 DualGemm (MoE / FFN gate-up projection) -----------------
+**   D0 = alpha0 * A.W0^T + beta0 * C0     D1 = alpha1 * A.W1^T + beta1 * C1
+**   D2 = op(D0, D1)                       (op on the output-typed D0, D1)
+** The DualGemm semantics (kg_dualgemm, op = KG_DUAL_SWIGLU / GEGLU / MUL)
+** with the operands of kg_gemm_fp4: A as there (W4A16 or, a_fp4 = 1, W4A4
+** with sf_a / sf_layout_a / global_scale_a); W0 (b0) and W1 (b1) FP4 weights
+** [n, k/2] bytes in `format`, each with its own scales (sf_b0, sf_b1, both in
+** sf_layout) and NVFP4 global scales (global_scale_b0, global_scale_b1).
+** A is read once per K step and feeds both products; each product applies
+** alpha_i * (1/gsA) * (1/gsB_i) to its f32 sum.
+** - store_d0 / store_d1: D0 / D1 written; d0 (d1) must be non-NULL exactly
+**   when the flag is set (KG_ERROR_INVALID_ARGUMENT otherwise). D2 always.
+** - C0 / C1 with ldc 0 add one bias row to every row; c0 (c1) may be NULL only
+**   when beta0 (beta1) == 0. A, C, D are row-major.
+** - mode KG_MODE_GEMM (batch_count 1) or KG_MODE_BATCHED (batch_count
+**   1..65535): operand X of batch z starts at X + z*batch_stride_x (elements
+**   for 16-bit operands, bytes for FP4 ones; 0 shares X across batches, and
+**   an output's stride must keep batches apart). An FP4 operand X (b0, b1,
+**   and a when a_fp4) with batch stride s has G = (batched and s != 0 ?
+**   batch_count : 1) scale groups: sf_x_bytes must equal
+**   kg_sf_size(layout, rows, kv, G), batch z reads group (s != 0 ? z : 0),
+**   and global_scale_x (NVFP4) is NULL or G f32 values, one per group.
+**   KG_MODE_SPLITK_SERIAL is KG_ERROR_NOT_SUPPORTED (no FP4 variant splits K).
+** - No broadcast B1 vector: ldb0, ldb1 >= k/2 (the FP4 weights are matrices).
+** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
+** and their batch strides 16-byte multiples on GPUs, a's batch stride a
+** multiple of 8 elements / 16 bytes). Workspace: 0. */
+typedef struct kg_dualgemm_fp4_args {
+  kg_mode mode;                 /* KG_MODE_GEMM or KG_MODE_BATCHED */
+  int64_t m, n, k;
+  int64_t batch_count;
+  kg_dtype dtype;               /* A (W4A16), C0, C1, D0, D1, D2: KG_F16 or KG_BF16 */
+  kg_fp4_format format;         /* of B0, B1 (and A when a_fp4) */
+  kg_sf_layout sf_layout;       /* of sf_b0 and sf_b1 */
+  kg_dual_op op;
+  int store_d0, store_d1;
+  const void *a;  int64_t lda;  int64_t batch_stride_a;    /* elements (W4A4: bytes) */
+  const void *b0; int64_t ldb0; int64_t batch_stride_b0;   /* bytes */
+  const void *sf_b0; size_t sf_b0_bytes; const float *global_scale_b0;
+  const void *b1; int64_t ldb1; int64_t batch_stride_b1;   /* bytes */
+  const void *sf_b1; size_t sf_b1_bytes; const float *global_scale_b1;
+  const void *c0; int64_t ldc0; int64_t batch_stride_c0;
+  const void *c1; int64_t ldc1; int64_t batch_stride_c1;
+  void *d0; int64_t ldd0; int64_t batch_stride_d0;
+  void *d1; int64_t ldd1; int64_t batch_stride_d1;
+  void *d2; int64_t ldd2; int64_t batch_stride_d2;
+  float alpha0, beta0, alpha1, beta1;
+  /* W4A4 only (zero for W4A16) */
+  int a_fp4;
+  kg_sf_layout sf_layout_a;
+  const void *sf_a; size_t sf_a_bytes;
+  const float *global_scale_a;
+} kg_dualgemm_fp4_args;
+
+kg_status kg_dualgemm_fp4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+/* Bytes of workspace kg_dualgemm_fp4 needs (always 0 today) after the checks. */
+kg_status kg_dualgemm_fp4_workspace_size(const kg_dualgemm_fp4_args *args, const kg_exec *exec, size_t *bytes);
+/* Name of the variant kg_dualgemm_fp4 would run; *name points into static storage. */
+kg_status kg_dualgemm_fp4_select(const kg_dualgemm_fp4_args *args, const kg_exec *exec, const char **name);
+
+/* ---- amax: the input of kg_nvfp4_global_scale --------------------------------
+** out[g] = max |x| over the rows x cols elements of batch group g, in f32
+** (exact: max of the absolute values), for g = 0 .. batch-1. NaN elements are
+** ignored (as in quantize's block amax); a group of only NaN gives 0; Inf
+** gives Inf. x: dtype (KG_F32, KG_F16, KG_BF16), element (g, r, c) at
+** x + g*batch_stride_x + r*ldx + c; out: batch f32 values; both in backend
+** memory. ldx >= cols; batch_stride_x >= 0 (ignored when batch == 1). */
+typedef struct kg_amax_args {
+  kg_dtype dtype;
+  int64_t batch, rows, cols;
+  const void *x; int64_t ldx; int64_t batch_stride_x;
+  float *out;
+} kg_amax_args;
+kg_status kg_amax(const kg_amax_args *args, const kg_exec *exec);
+
+/* Name of the variant an FP4 op (KG_OP_FP4_*, KG_OP_SF_*, KG_OP_GEMM_FP4,
+** KG_OP_DUALGEMM_FP4, KG_OP_AMAX) would run with
 ** these args; *name points into static storage. */
 kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const char **name);
 

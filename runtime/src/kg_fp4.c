@@ -1,8 +1,9 @@
 /*
 ** kg_fp4.c -- block-scaled FP4 (NVFP4, MXFP4): host helpers (E2M1, global
 ** scale, scale-buffer sizes, offsets and the 6-D view), argument checks,
-** first-fit dispatch and explain for quantize, dequantize and the scale
-** conversions (swizzle, unswizzle, reswizzle). The rules are kg.h's.
+** first-fit dispatch and explain for quantize, dequantize, the scale
+** conversions (swizzle, unswizzle, reswizzle), the FP4 GEMM (W4A16, W4A4),
+** the FP4 DualGemm and amax. The rules are kg.h's.
 **
 ** Invariant (as for GEMM): a generated FP4 variant runs only after these
 ** checks passed and its descriptor matched, so generated code never
@@ -149,17 +150,29 @@ int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t 
 
 int kg__fp4_op(kg_op op) {
   return op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE || op == KG_OP_SF_SWIZZLE ||
-         op == KG_OP_SF_UNSWIZZLE || op == KG_OP_SF_RESWIZZLE || op == KG_OP_GEMM_FP4;
+         op == KG_OP_SF_UNSWIZZLE || op == KG_OP_SF_RESWIZZLE || op == KG_OP_GEMM_FP4 || op == KG_OP_DUALGEMM_FP4 ||
+         op == KG_OP_AMAX;
 }
+
+/* FP4 GEMM / DualGemm: what the variant predicates read (m limit, grid, mode,
+** W4A4, fused op, stores, 16-byte alignment of the vector loads). */
+typedef struct kg__fp4_mm {
+  int64_t m, n, batch;       /* batch: problems in the grid (1 unless batched) */
+  int batched, a_fp4, sf_layout_a, dual, dual_op, store_d0, store_d1;
+  const void *a; int64_t lda, bsa;
+  int nb;                    /* weights: 1 (GEMM) or 2 (DualGemm) */
+  const void *b[2]; int64_t ldb[2], bsb[2];
+} kg__fp4_mm;
 
 /* What dispatch matches on, whatever the op. */
 typedef struct kg__fp4_key {
   kg_op op;
-  kg_dtype dtype;      /* quantize / dequantize */
-  int format;          /* -1 for conversions */
-  int sf_layout;       /* conversions: the swizzled side */
+  kg_dtype dtype;      /* quantize / dequantize / amax input, GEMM C/D type */
+  int format;          /* -1 for conversions and amax */
+  int sf_layout;       /* conversions: the swizzled side; -1 for amax */
   int mx_round;        /* MXFP4 quantize, else -1 */
-  const kg_gemm_fp4_args *gemm;  /* KG_OP_GEMM_FP4: m and alignment predicates; else NULL */
+  const kg__fp4_mm *mm;   /* FP4 GEMM / DualGemm predicates; else NULL */
+  kg__fp4_mm mm_store;
 } kg__fp4_key;
 
 /* (rows-1)*ld + (batch-1)*bs + cols: the extent of one operand, -1 on overflow. */
@@ -228,54 +241,200 @@ static kg_status kg__fp4_check(kg_op op, const kg_fp4_args *a, kg__fp4_key *key,
   return KG_SUCCESS;
 }
 
-/* KG_OP_GEMM_FP4: every rule of kg.h's W4A16 section except the per-variant
+/* One operand of an FP4 GEMM / DualGemm for the checks: rows x cols units
+** (elements or bytes), ld, batch stride; output operands must not overlap
+** across batches; may_bcast: ld 0 allowed (bias row). */
+static kg_status kg__mm_operand(const char *name, int64_t rows, int64_t cols, int64_t ld, int64_t bs, int64_t batch,
+                                int may_bcast, int output, kg__sink *sink) {
+  if (ld < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is negative", name, (long long)ld);
+  if (!(may_bcast && ld == 0) && ld < cols)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ld%s = %lld is smaller than %lld%s", name, (long long)ld, (long long)cols,
+             may_bcast ? " (0 broadcasts one row)" : "");
+  if (batch > 1 && bs < 0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_stride_%s = %lld is negative", name, (long long)bs);
+  if (kg__fp4_extent(rows, cols, ld, batch, batch > 1 ? bs : 0) < 0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand %s extent overflows int64", name);
+  if (output && batch > 1 && bs < kg__fp4_extent(rows, cols, ld, 1, 0))
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_stride_%s %lld makes output batches overlap", name, (long long)bs);
+  return KG_SUCCESS;
+}
+
+/* Scale buffer of an FP4 operand: groups = scale groups (kg.h), exact size. */
+static kg_status kg__mm_scales(const char *name, int format, int layout, int64_t rows, int64_t kv, int64_t groups,
+                               size_t bytes, const float *gs, kg__sink *sink) {
+  size_t need;
+  if (kg_sf_size(layout, rows, kv, groups, &need) != KG_SUCCESS)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "scale buffer size of %s overflows", name);
+  if (bytes != need)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "%s_bytes = %zu but the %s %s scale buffer of %lld rows x %lld scales x %lld "
+             "group%s is %zu bytes (kg_sf_size)", name, bytes, kg__fp4_format_string(format),
+             kg__sf_layout_string(layout), (long long)rows, (long long)kv, (long long)groups, groups == 1 ? "" : "s",
+             need);
+  if (format == KG_FP4_MXFP4 && gs)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "global_scale of %s is for NVFP4; MXFP4 takes NULL", name);
+  return KG_SUCCESS;
+}
+
+/* The A operand of both ops: W4A16 (dtype elements) or W4A4 (FP4 bytes + scales). */
+static kg_status kg__mm_a(int a_fp4, int format, int64_t m, int64_t k, int64_t kv, const void *sf_a, int sf_layout_a,
+                          size_t sf_a_bytes, const float *gs_a, int64_t lda, int64_t bsa, int64_t batch,
+                          kg__sink *sink) {
+  kg_status st;
+  if (a_fp4 != 0 && a_fp4 != 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a_fp4 = %d (allowed: 0 W4A16, 1 W4A4)", a_fp4);
+  if (!a_fp4) {
+    if (sf_a || gs_a)
+      KG__FAIL(KG_ERROR_INVALID_PROBLEM, "sf_a / global_scale_a are set but a_fp4 = 0 (A is not FP4)");
+    return kg__mm_operand("a", m, k, lda, bsa, batch, 0, 0, sink);
+  }
+  if (!kg__sf_layout_valid(sf_layout_a))
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown sf_layout_a %d (allowed: KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, "
+             "KG_SF_SWIZZLED_8X4)", (int)sf_layout_a);
+  if (!sf_a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a_fp4 = 1 but sf_a is NULL");
+  if ((st = kg__mm_operand("a", m, k / 2, lda, bsa, batch, 0, 0, sink))) return st;
+  return kg__mm_scales("sf_a", format, sf_layout_a, m, kv, batch > 1 && bsa != 0 ? batch : 1, sf_a_bytes, gs_a, sink);
+}
+
+/* Rules shared by the FP4 GEMM and DualGemm: enums, sizes, k. */
+static kg_status kg__mm_common(int dtype, int format, int sf_layout, int64_t m, int64_t n, int64_t k,
+                               kg__sink *sink) {
+  if (format != KG_FP4_NVFP4 && format != KG_FP4_MXFP4)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown format %d (allowed: KG_FP4_NVFP4, KG_FP4_MXFP4)", format);
+  if (!kg__sf_layout_valid(sf_layout))
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown sf_layout %d (allowed: KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, "
+             "KG_SF_SWIZZLED_8X4)", sf_layout);
+  if (dtype != KG_F16 && dtype != KG_BF16)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "dtype %d: activations are 16-bit (allowed: KG_F16, KG_BF16)", dtype);
+  if (m < 1 || n < 1 || k < 1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (m %lld, n %lld, k %lld)", (long long)m, (long long)n,
+             (long long)k);
+  if (k % 2 != 0)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "k = %lld is odd: two E2M1 elements share a byte, k must be even",
+             (long long)k);
+  return KG_SUCCESS;
+}
+
+/* KG_OP_GEMM_FP4: every rule of kg.h's FP4 GEMM section except the per-variant
 ** ones (m limit, alignment), which kg__fp4_rejects says. */
 static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key, kg__sink *sink) {
+  kg_status st;
   if (!a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
-  if (a->format != KG_FP4_NVFP4 && a->format != KG_FP4_MXFP4)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown format %d (allowed: KG_FP4_NVFP4, KG_FP4_MXFP4)", (int)a->format);
-  if (!kg__sf_layout_valid(a->sf_layout))
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown sf_layout %d (allowed: KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, "
-             "KG_SF_SWIZZLED_8X4)", (int)a->sf_layout);
-  if (a->dtype != KG_F16 && a->dtype != KG_BF16)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "dtype %d: activations are 16-bit (allowed: KG_F16, KG_BF16)", (int)a->dtype);
+  if ((st = kg__mm_common(a->dtype, a->format, a->sf_layout, a->m, a->n, a->k, sink))) return st;
   if (!a->a || !a->b || !a->sf_b || !a->d) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b, sf_b and d must not be NULL");
   if (!a->c && a->beta != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c is NULL but beta != 0");
-  if (a->m < 1 || a->n < 1 || a->k < 1)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (m %lld, n %lld, k %lld)", (long long)a->m,
-             (long long)a->n, (long long)a->k);
-  if (a->k % 2 != 0)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "k = %lld is odd: two E2M1 elements share a byte, k must be even",
-             (long long)a->k);
-  if (a->lda < a->k) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "lda = %lld is smaller than k = %lld", (long long)a->lda,
-                              (long long)a->k);
-  if (a->ldb < a->k / 2) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldb = %lld bytes is smaller than k/2 = %lld",
-                                  (long long)a->ldb, (long long)(a->k / 2));
-  if (a->c && a->ldc != 0 && a->ldc < a->n)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is smaller than n = %lld (0 broadcasts one row)",
-             (long long)a->ldc, (long long)a->n);
-  if (a->ldc < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is negative", (long long)a->ldc);
-  if (a->ldd < a->n) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldd = %lld is smaller than n = %lld", (long long)a->ldd,
-                              (long long)a->n);
-  if (kg__fp4_extent(a->m, a->k, a->lda, 1, 0) < 0 || kg__fp4_extent(a->n, a->k / 2, a->ldb, 1, 0) < 0 ||
-      kg__fp4_extent(a->m, a->n, a->ldd, 1, 0) < 0 || kg__fp4_extent(a->m, a->n, a->ldc, 1, 0) < 0)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand extent overflows int64");
   int64_t kv = kg_fp4_kv(a->format, a->k);
-  size_t need;
-  if (kg_sf_size(a->sf_layout, a->n, kv, 1, &need) != KG_SUCCESS)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "scale buffer size overflows");
-  if (a->sf_b_bytes != need)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "sf_b_bytes = %zu but the %s %s scale buffer of %lld rows x %lld scales is %zu "
-             "bytes (kg_sf_size)", a->sf_b_bytes, kg__fp4_format_string(a->format),
-             kg__sf_layout_string(a->sf_layout), (long long)a->n, (long long)kv, need);
-  if (a->format == KG_FP4_MXFP4 && a->global_scale_b)
-    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "global_scale_b is for NVFP4; MXFP4 takes NULL");
+  if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
+                     a->lda, 0, 1, sink)))
+    return st;
+  if ((st = kg__mm_operand("b", a->n, a->k / 2, a->ldb, 0, 1, 0, 0, sink))) return st;
+  if (a->c && (st = kg__mm_operand("c", a->m, a->n, a->ldc, 0, 1, 1, 0, sink))) return st;
+  if (!a->c && a->ldc < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is negative", (long long)a->ldc);
+  if ((st = kg__mm_operand("d", a->m, a->n, a->ldd, 0, 1, 0, 1, sink))) return st;
+  if ((st = kg__mm_scales("sf_b", a->format, a->sf_layout, a->n, kv, 1, a->sf_b_bytes, a->global_scale_b, sink)))
+    return st;
   key->op = KG_OP_GEMM_FP4;
   key->dtype = a->dtype;
   key->format = a->format;
   key->sf_layout = a->sf_layout;
   key->mx_round = -1;
-  key->gemm = a;
+  kg__fp4_mm *mm = &key->mm_store;
+  memset(mm, 0, sizeof *mm);
+  mm->m = a->m; mm->n = a->n; mm->batch = 1;
+  mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
+  mm->a = a->a; mm->lda = a->lda;
+  mm->nb = 1; mm->b[0] = a->b; mm->ldb[0] = a->ldb;
+  key->mm = mm;
+  return KG_SUCCESS;
+}
+
+static const char *kg__dual_op_name(int op) {
+  return op == KG_DUAL_SWIGLU ? "swiglu" : op == KG_DUAL_GEGLU ? "geglu" : op == KG_DUAL_MUL ? "mul" : "unknown";
+}
+
+/* KG_OP_DUALGEMM_FP4: kg.h's FP4 DualGemm rules except the per-variant ones. */
+static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_key *key, kg__sink *sink) {
+  kg_status st;
+  if (!a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
+  if (a->mode != KG_MODE_GEMM && a->mode != KG_MODE_BATCHED && a->mode != KG_MODE_SPLITK_SERIAL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mode %d (allowed: KG_MODE_GEMM, KG_MODE_BATCHED)", (int)a->mode);
+  if (a->mode == KG_MODE_SPLITK_SERIAL)
+    KG__FAIL(KG_ERROR_NOT_SUPPORTED, "serial split-K: no FP4 DualGemm variant splits K (allowed: KG_MODE_GEMM, "
+             "KG_MODE_BATCHED)");
+  if ((st = kg__mm_common(a->dtype, a->format, a->sf_layout, a->m, a->n, a->k, sink))) return st;
+  if (a->op != KG_DUAL_SWIGLU && a->op != KG_DUAL_GEGLU && a->op != KG_DUAL_MUL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d (allowed: KG_DUAL_SWIGLU, KG_DUAL_GEGLU, KG_DUAL_MUL)", (int)a->op);
+  if (!a->a || !a->b0 || !a->b1 || !a->sf_b0 || !a->sf_b1 || !a->d2)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b0, b1, sf_b0, sf_b1 and d2 must not be NULL");
+  if (!!a->store_d0 != !!a->d0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "store_d0 is %d but d0 is %s", a->store_d0, a->d0 ? "set" : "NULL");
+  if (!!a->store_d1 != !!a->d1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "store_d1 is %d but d1 is %s", a->store_d1, a->d1 ? "set" : "NULL");
+  if (!a->c0 && a->beta0 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c0 is NULL but beta0 != 0");
+  if (!a->c1 && a->beta1 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c1 is NULL but beta1 != 0");
+  if (a->batch_count < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_count %lld < 1", (long long)a->batch_count);
+  if (a->mode == KG_MODE_GEMM && a->batch_count > 1)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "gemm mode takes batch_count 1");
+  if (a->batch_count > KG_MAX_BATCH)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_count %lld exceeds the grid limit %d", (long long)a->batch_count,
+             KG_MAX_BATCH);
+  const int64_t batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
+  const int64_t kv = kg_fp4_kv(a->format, a->k);
+  if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
+                     a->lda, a->batch_stride_a, batch, sink)))
+    return st;
+  if ((st = kg__mm_operand("b0", a->n, a->k / 2, a->ldb0, a->batch_stride_b0, batch, 0, 0, sink)) ||
+      (st = kg__mm_operand("b1", a->n, a->k / 2, a->ldb1, a->batch_stride_b1, batch, 0, 0, sink)))
+    return st;
+  if (a->c0 && (st = kg__mm_operand("c0", a->m, a->n, a->ldc0, a->batch_stride_c0, batch, 1, 0, sink))) return st;
+  if (a->c1 && (st = kg__mm_operand("c1", a->m, a->n, a->ldc1, a->batch_stride_c1, batch, 1, 0, sink))) return st;
+  if (a->d0 && (st = kg__mm_operand("d0", a->m, a->n, a->ldd0, a->batch_stride_d0, batch, 0, 1, sink))) return st;
+  if (a->d1 && (st = kg__mm_operand("d1", a->m, a->n, a->ldd1, a->batch_stride_d1, batch, 0, 1, sink))) return st;
+  if ((st = kg__mm_operand("d2", a->m, a->n, a->ldd2, a->batch_stride_d2, batch, 0, 1, sink))) return st;
+  if ((st = kg__mm_scales("sf_b0", a->format, a->sf_layout, a->n, kv, batch > 1 && a->batch_stride_b0 != 0 ? batch : 1,
+                          a->sf_b0_bytes, a->global_scale_b0, sink)) ||
+      (st = kg__mm_scales("sf_b1", a->format, a->sf_layout, a->n, kv, batch > 1 && a->batch_stride_b1 != 0 ? batch : 1,
+                          a->sf_b1_bytes, a->global_scale_b1, sink)))
+    return st;
+  key->op = KG_OP_DUALGEMM_FP4;
+  key->dtype = a->dtype;
+  key->format = a->format;
+  key->sf_layout = a->sf_layout;
+  key->mx_round = -1;
+  kg__fp4_mm *mm = &key->mm_store;
+  memset(mm, 0, sizeof *mm);
+  mm->m = a->m; mm->n = a->n; mm->batch = batch; mm->batched = a->mode == KG_MODE_BATCHED;
+  mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
+  mm->dual = 1; mm->dual_op = a->op; mm->store_d0 = !!a->store_d0; mm->store_d1 = !!a->store_d1;
+  mm->a = a->a; mm->lda = a->lda; mm->bsa = batch > 1 ? a->batch_stride_a : 0;
+  mm->nb = 2;
+  mm->b[0] = a->b0; mm->ldb[0] = a->ldb0; mm->bsb[0] = batch > 1 ? a->batch_stride_b0 : 0;
+  mm->b[1] = a->b1; mm->ldb[1] = a->ldb1; mm->bsb[1] = batch > 1 ? a->batch_stride_b1 : 0;
+  key->mm = mm;
+  return KG_SUCCESS;
+}
+
+/* KG_OP_AMAX: kg.h's amax rules. */
+static kg_status kg__amax_check(const kg_amax_args *a, kg__fp4_key *key, kg__sink *sink) {
+  if (!a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
+  if (a->dtype != KG_F32 && a->dtype != KG_F16 && a->dtype != KG_BF16)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown dtype %d (allowed: KG_F32, KG_F16, KG_BF16)", (int)a->dtype);
+  if (!a->x || !a->out) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "x and out must not be NULL");
+  if (a->batch < 1 || a->rows < 1 || a->cols < 1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (batch %lld, rows %lld, cols %lld)", (long long)a->batch,
+             (long long)a->rows, (long long)a->cols);
+  if (a->batch > KG_MAX_BATCH)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch %lld exceeds the grid limit %d", (long long)a->batch, KG_MAX_BATCH);
+  if (a->ldx < a->cols)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldx = %lld is smaller than cols = %lld", (long long)a->ldx,
+             (long long)a->cols);
+  int64_t bs = a->batch > 1 ? a->batch_stride_x : 0;
+  if (bs < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_stride_x = %lld is negative", (long long)bs);
+  if (kg__fp4_extent(a->rows, a->cols, a->ldx, a->batch, bs) < 0)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand extent overflows int64");
+  key->op = KG_OP_AMAX;
+  key->dtype = a->dtype;
+  key->format = -1;
+  key->sf_layout = -1;
+  key->mx_round = -1;
   return KG_SUCCESS;
 }
 
@@ -386,7 +545,7 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
              kg__fp4_format_string(k->format));
     return why;
   }
-  if (k->format >= 0 && v->type_ab != k->dtype) {
+  if ((k->format >= 0 || k->op == KG_OP_AMAX) && v->type_ab != k->dtype) {
     snprintf(why, sizeof why, "dtype %s, wanted %s", kg_dtype_string(v->type_ab), kg_dtype_string(k->dtype));
     return why;
   }
@@ -400,19 +559,55 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
              kg__mx_round_string(k->mx_round));
     return why;
   }
-  const kg_gemm_fp4_args *g = k->gemm;
+  const kg__fp4_mm *g = k->mm;
   if (g) {
+    if (v->a_fp4 != g->a_fp4) {
+      snprintf(why, sizeof why, "A %s, wanted %s", v->a_fp4 ? "FP4 (W4A4)" : "16-bit (W4A16)",
+               g->a_fp4 ? "FP4 (W4A4)" : "16-bit (W4A16)");
+      return why;
+    }
+    if (g->a_fp4 && v->sf_layout_a != g->sf_layout_a) {
+      snprintf(why, sizeof why, "A scale layout %s, wanted %s", kg__sf_layout_string(v->sf_layout_a),
+               kg__sf_layout_string(g->sf_layout_a));
+      return why;
+    }
+    if (g->dual && v->dual_op != g->dual_op) {
+      snprintf(why, sizeof why, "op %s, wanted %s", kg__dual_op_name(v->dual_op), kg__dual_op_name(g->dual_op));
+      return why;
+    }
+    if (g->dual && (v->store_d0 != g->store_d0 || v->store_d1 != g->store_d1)) {
+      snprintf(why, sizeof why, "stores d0=%d d1=%d, wanted d0=%d d1=%d", v->store_d0, v->store_d1, g->store_d0,
+               g->store_d1);
+      return why;
+    }
+    if (g->batched && !(v->modes & KG_MODE_BIT(KG_MODE_BATCHED))) return "batched mode not supported";
     if (v->max_m > 0 && g->m > v->max_m) {
-      snprintf(why, sizeof why, "m %lld above the variant's limit %d (the %s FP4 GEMM has only its small-M kernel)",
-               (long long)g->m, v->max_m, kg_backend_string(v->backend));
+      snprintf(why, sizeof why, "m %lld above the variant's limit %d (the %s %s kernel is for small M)",
+               (long long)g->m, v->max_m, kg_backend_string(v->backend), v->kernel);
       return why;
     }
     if (v->backend != KG_BACKEND_C && (g->n + 3) / 4 > 2147483647) return "n needs more than 2^31-1 blocks";
+    if (v->backend != KG_BACKEND_C && v->max_m == 0 && (g->m + 63) / 64 > 65535)
+      return "m needs more than 65535 tiles (grid y limit)";
     if (v->align > 1) {
+      const int64_t a_unit = g->a_fp4 ? 16 : 8;   /* 16 bytes: 8 elements of 16-bit A, 16 bytes of FP4 A */
       const char *bad = (uintptr_t)g->a % 16 != 0 ? "a: pointer must be 16-byte aligned"
-                        : g->lda % 8 != 0         ? "a: lda must be a multiple of 8 elements"
-                        : (uintptr_t)g->b % 16 != 0 ? "b: pointer must be 16-byte aligned"
-                        : g->ldb % 16 != 0        ? "b: ldb must be a multiple of 16 bytes" : NULL;
+                        : g->lda % a_unit != 0    ? (g->a_fp4 ? "a: lda must be a multiple of 16 bytes"
+                                                               : "a: lda must be a multiple of 8 elements")
+                        : g->bsa % a_unit != 0    ? (g->a_fp4 ? "a: batch stride must be a multiple of 16 bytes"
+                                                               : "a: batch stride must be a multiple of 8 elements")
+                                                  : NULL;
+      for (int i = 0; !bad && i < g->nb; i++) {
+        static const char *const PTR[2][2] = { { "b: pointer must be 16-byte aligned", "b0: pointer must be 16-byte aligned" },
+                                               { "", "b1: pointer must be 16-byte aligned" } };
+        static const char *const LD[2][2] = { { "b: ldb must be a multiple of 16 bytes", "b0: ldb0 must be a multiple of 16 bytes" },
+                                              { "", "b1: ldb1 must be a multiple of 16 bytes" } };
+        static const char *const BS[2] = { "b0: batch stride must be a multiple of 16 bytes",
+                                           "b1: batch stride must be a multiple of 16 bytes" };
+        if ((uintptr_t)g->b[i] % 16 != 0) bad = PTR[i][g->dual];
+        else if (g->ldb[i] % 16 != 0) bad = LD[i][g->dual];
+        else if (g->bsb[i] % 16 != 0) bad = BS[i];
+      }
       if (bad) {
         *misaligned = 1;
         snprintf(why, sizeof why, "operand %s (16-byte loads)", bad);
@@ -435,7 +630,7 @@ typedef struct kg__fp4_call {
 static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec, kg__fp4_call *call,
                                 const kg_variant **out, kg__sink *sink) {
   kg_status st;
-  call->key.gemm = NULL;
+  call->key.mm = NULL;
   switch (op) {
     case KG_OP_FP4_QUANTIZE: case KG_OP_FP4_DEQUANTIZE:
       st = kg__fp4_check(op, (const kg_fp4_args *)args, &call->key, sink); break;
@@ -445,6 +640,10 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
       st = kg__sf_reswizzle_check((const kg_sf_reswizzle_args *)args, &call->job, &call->key, sink); break;
     case KG_OP_GEMM_FP4:
       st = kg__gemm_fp4_check((const kg_gemm_fp4_args *)args, &call->key, sink); break;
+    case KG_OP_DUALGEMM_FP4:
+      st = kg__dualgemm_fp4_check((const kg_dualgemm_fp4_args *)args, &call->key, sink); break;
+    case KG_OP_AMAX:
+      st = kg__amax_check((const kg_amax_args *)args, &call->key, sink); break;
     default: KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)op);
   }
   if (st != KG_SUCCESS) return st;
@@ -476,6 +675,8 @@ static kg_status kg__fp4_run(kg_op op, const void *args, const kg_exec *exec) {
   if (st != KG_SUCCESS) return st;
   if (op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE) return v->fp4_launch((const kg_fp4_args *)args, exec);
   if (op == KG_OP_GEMM_FP4) return v->gemm_fp4_launch((const kg_gemm_fp4_args *)args, exec);
+  if (op == KG_OP_DUALGEMM_FP4) return v->dualgemm_fp4_launch((const kg_dualgemm_fp4_args *)args, exec);
+  if (op == KG_OP_AMAX) return v->amax_launch((const kg_amax_args *)args, exec);
   return v->sf_launch(&call.job, exec);
 }
 
@@ -506,4 +707,21 @@ kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
   *bytes = 0;
   return kg_gemm_fp4_select(args, exec, &name);
+}
+
+kg_status kg_dualgemm_fp4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
+  return kg__fp4_run(KG_OP_DUALGEMM_FP4, args, exec);
+}
+kg_status kg_dualgemm_fp4_select(const kg_dualgemm_fp4_args *args, const kg_exec *exec, const char **name) {
+  return kg_fp4_select(KG_OP_DUALGEMM_FP4, args, exec, name);
+}
+kg_status kg_dualgemm_fp4_workspace_size(const kg_dualgemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
+  const char *name;
+  if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
+  *bytes = 0;
+  return kg_dualgemm_fp4_select(args, exec, &name);
+}
+
+kg_status kg_amax(const kg_amax_args *args, const kg_exec *exec) {
+  return kg__fp4_run(KG_OP_AMAX, args, exec);
 }

@@ -45,8 +45,11 @@ typedef struct kg_sf_job {
 } kg_sf_job;
 typedef kg_status (*kg_fp4_launch_fn)(const kg_fp4_args *args, const kg_exec *exec);
 typedef kg_status (*kg_sf_launch_fn)(const kg_sf_job *job, const kg_exec *exec);
-/* W4A16 FP4 GEMM: the public args after kg_fp4.c checked them. */
+/* FP4 GEMM (W4A16, W4A4), FP4 DualGemm, amax: the public args after kg_fp4.c
+** checked them. */
 typedef kg_status (*kg_gemm_fp4_launch_fn)(const kg_gemm_fp4_args *args, const kg_exec *exec);
+typedef kg_status (*kg_dualgemm_fp4_launch_fn)(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+typedef kg_status (*kg_amax_launch_fn)(const kg_amax_args *args, const kg_exec *exec);
 
 /* One generated variant. The table lists them most specialized first and a
 ** generic fallback last for each (op, backend, types) key; dispatch takes
@@ -78,9 +81,15 @@ typedef struct kg_variant {
   int mx_round;           /* kg_mx_scale_round for MXFP4 quantize, else -1 */
   kg_fp4_launch_fn fp4_launch;
   kg_sf_launch_fn sf_launch;
-  /* KG_OP_GEMM_FP4: type_ab = type_cd = the activation dtype, fp4_format and
-  ** sf_layout of B, max_m, align (> 1: the 16-byte vector rule of kg.h) */
+  /* KG_OP_GEMM_FP4, KG_OP_DUALGEMM_FP4: type_ab = type_cd = the C/D dtype,
+  ** fp4_format and sf_layout of B, a_fp4 (W4A4) with sf_layout_a, max_m,
+  ** modes, align (> 1: the 16-byte vector rule of kg.h); DualGemm: dual_op,
+  ** store_d0, store_d1. KG_OP_AMAX: type_ab = the input dtype. */
+  int a_fp4;              /* 1: A is FP4 too (W4A4) */
+  int sf_layout_a;        /* W4A4: kg_sf_layout of A's scales, else -1 */
   kg_gemm_fp4_launch_fn gemm_fp4_launch;
+  kg_dualgemm_fp4_launch_fn dualgemm_fp4_launch;
+  kg_amax_launch_fn amax_launch;
 } kg_variant;
 
 extern const kg_variant kg_variants[];

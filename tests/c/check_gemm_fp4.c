@@ -1,5 +1,6 @@
 /*
-** check_gemm_fp4.c -- GemmFp4Test: W4A16 block-scaled FP4 GEMM on the C backend.
+** check_gemm_fp4.c -- GemmFp4Test: block-scaled FP4 GEMM on the C backend, W4A16 and W4A4
+** (A quantized too, decoded here like the weights).
 **
 ** The reference is written here, independent of the runtime: the test
 ** decodes every weight itself (E2M1 table, E4M3 / UE8M0 scale values and the
@@ -47,11 +48,13 @@ typedef struct gprob {
   int bsz;            /* block size */
   int64_t kv;
   float gs;           /* NVFP4 global scale (host copy; 1 when NULL) */
+  float gsa;          /* W4A4: A's global scale (host copy; 1 when NULL) */
 } gprob;
 
 static void free_gprob(gprob *p) {
   tu_free((void *)p->a.a); tu_free((void *)p->a.b); tu_free((void *)p->a.sf_b);
   tu_free((void *)p->a.c); tu_free(p->a.d); tu_free((void *)p->a.global_scale_b);
+  tu_free((void *)p->a.sf_a); tu_free((void *)p->a.global_scale_a);
 }
 
 /* Random problem: A in [-2, 2), every E2M1 code, scales in a moderate range,
@@ -109,6 +112,16 @@ static double deq(const gprob *p, int64_t col, int64_t kk) {
   return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)p->gs : e2m1(code) * ue8m0(s);
 }
 
+/* A(i, kk): the stored 16-bit value, or (W4A4) the FP4 element decoded here like the weights. */
+static double a_val(const gprob *p, int64_t i, int64_t kk) {
+  if (!p->a.a_fp4) return tu_get(p->a.a, p->a.dtype, i * p->a.lda + kk);
+  const uint8_t *A = p->a.a, *S = p->a.sf_a;
+  unsigned byte = A[i * p->a.lda + kk / 2];
+  unsigned code = kk % 2 ? byte >> 4 : byte & 15u;
+  unsigned s = S[ref_off(p->a.sf_layout_a, p->a.m, p->kv, i, kk / p->bsz)];
+  return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)p->gsa : e2m1(code) * ue8m0(s);
+}
+
 /* Compares D with the reference; returns the max error in units of the tolerance. */
 static double check_d(const gprob *p, const char *what) {
   const kg_gemm_fp4_args *a = &p->a;
@@ -116,6 +129,7 @@ static double check_d(const gprob *p, const char *what) {
   for (int64_t j = 0; j < a->n; j++)
     for (int64_t kk = 0; kk < a->k; kk++) w[j * a->k + kk] = deq(p, j, kk);
   double worst = 0.0, u = tu_unit_roundoff(a->dtype);
+  const double tiny = a->dtype == KG_F16 ? ldexp(1.0, -24) : 1e-30;   /* subnormal spacing of f16 */
   for (int64_t i = 0; i < a->m; i++)
     for (int64_t j = 0; j < a->ldd; j++) {
       if (j >= a->n) {
@@ -125,14 +139,14 @@ static double check_d(const gprob *p, const char *what) {
       }
       double s = 0.0, abs = 0.0;
       for (int64_t kk = 0; kk < a->k; kk++) {
-        double x = tu_get(a->a, a->dtype, i * a->lda + kk) * w[j * a->k + kk];
+        double x = a_val(p, i, kk) * w[j * a->k + kk];
         s += x; abs += fabs(x);
       }
       double ref = a->alpha * s, cterm = 0.0;
       if (a->c && a->beta != 0.0f) cterm = a->beta * tu_get(a->c, a->dtype, i * a->ldc + j);
       ref += cterm;
       double tol = 2.0 * u * fabs(ref) + (double)(a->k + 4) * ldexp(1.0, -23) * fabs(a->alpha) * abs +
-                   ldexp(1.0, -22) * fabs(cterm) + 1e-30;
+                   ldexp(1.0, -22) * fabs(cterm) + tiny;
       double got = tu_get(a->d, a->dtype, i * a->ldd + j);
       ck_assert_msg(fabs(got - ref) <= tol, "%s: D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)", what,
                     (long long)i, (long long)j, got, ref, tol);
@@ -140,6 +154,12 @@ static double check_d(const gprob *p, const char *what) {
     }
   free(w);
   return worst;
+}
+
+static void expect_status(const kg_gemm_fp4_args *a, kg_status want) {
+  kg_exec e = tu_exec_c();
+  kg_status st = kg_gemm_fp4(a, &e);
+  ck_assert_msg(st == want, "got %s, wanted %s", kg_status_string(st), kg_status_string(want));
 }
 
 static const char *fmt_name(int f) { return f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4"; }
@@ -187,6 +207,78 @@ START_TEST(test_every_c_variant) {
         }
       }
   ck_assert_int_eq(ran, 12 * (int)(sizeof SHAPES / sizeof SHAPES[0]));
+}
+END_TEST
+
+/* W4A4: A replaced by FP4 bytes with scales in layout la (padding NaN scales) and, for NVFP4, a
+** global scale; the reference decodes both operands. */
+static void make_a_fp4(gprob *p, int la, int with_gs, uint64_t seed) {
+  kg_gemm_fp4_args *a = &p->a;
+  tu_rng rng;
+  tu_rng_seed(&rng, seed);
+  tu_free((void *)a->a);
+  a->a_fp4 = 1;
+  a->sf_layout_a = (kg_sf_layout)la;
+  a->lda = a->k / 2 + 7;
+  uint8_t *A = tu_alloc((size_t)(a->m * a->lda));
+  for (int64_t i = 0; i < a->m * a->lda; i++) A[i] = (uint8_t)tu_rng_next(&rng);
+  a->sf_a_bytes = ref_sf_bytes(la, a->m, p->kv);
+  uint8_t *S = tu_alloc(a->sf_a_bytes);
+  memset(S, 0xff, a->sf_a_bytes);
+  for (int64_t r = 0; r < a->m; r++)
+    for (int64_t kb = 0; kb < p->kv; kb++)
+      S[ref_off(la, a->m, p->kv, r, kb)] =   /* |A| <= 6 * 2^-3 (MXFP4), 6 * 32 / gs or 6 * 2^-1 (NVFP4) */
+          a->format == KG_FP4_MXFP4 ? (uint8_t)tu_rng_int(&rng, 118, 124)
+          : with_gs ? (uint8_t)tu_rng_int(&rng, 0x38, 0x60) : (uint8_t)tu_rng_int(&rng, 0x08, 0x30);
+  a->a = A; a->sf_a = S;
+  p->gsa = 1.0f;
+  if (a->format == KG_FP4_NVFP4 && with_gs) {
+    float *g = tu_alloc(sizeof(float));
+    g[0] = p->gsa = 2688.0f / 3.75f;
+    a->global_scale_a = g;
+  }
+}
+
+static int layout_of(const char *s) {
+  return !strcmp(s, "linear") ? KG_SF_LINEAR : !strcmp(s, "128x4") ? KG_SF_SWIZZLED_128X4 : KG_SF_SWIZZLED_8X4;
+}
+
+START_TEST(test_w4a4_c_variants) {
+  int ran = 0;
+  for (int vi = 0; vi < kg_variant_count(); vi++) {
+    const char *name = kg_variant_name(vi);
+    char fmt[8], dt[8], lay[8], laya[8];
+    if (strncmp(name, "kg_fp4gemm_c_blocked_", 21) != 0 || !strstr(name, "_afp4_")) continue;
+    ck_assert_msg(sscanf(name + 21, "%5[a-z0-9]_%4[a-z0-9]_sf%7[a-z0-9]_afp4_sfa%7s", fmt, dt, lay, laya) == 4, "%s",
+                  name);
+    const int f = strcmp(fmt, "nvfp4") == 0 ? KG_FP4_NVFP4 : KG_FP4_MXFP4;
+    const kg_dtype t = strcmp(dt, "bf16") == 0 ? KG_BF16 : KG_F16;
+    for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++) {
+      const shape *sh = &SHAPES[s];
+      gprob p = make_gprob(sh->m, sh->n, sh->k, t, f, layout_of(lay), sh->with_gs, sh->with_c, sh->bias_row,
+                           2000 + 13 * s + (uint64_t)vi);
+      make_a_fp4(&p, layout_of(laya), sh->with_gs, 3000 + s);
+      kg_exec e = tu_exec_c();
+      const char *sel = NULL;
+      ck_assert_int_eq(kg_gemm_fp4_select(&p.a, &e, &sel), KG_SUCCESS);
+      ck_assert_str_eq(sel, name);
+      e.variant = name;
+      kg_status st = kg_gemm_fp4(&p.a, &e);
+      ck_assert_msg(st == KG_SUCCESS, "%s: %s", name, kg_status_string(st));
+      char what[160];
+      snprintf(what, sizeof what, "%s m%lld n%lld k%lld", name, (long long)sh->m, (long long)sh->n, (long long)sh->k);
+      check_d(&p, what);
+      /* W4A4 statuses: A scale buffer of the wrong size, MXFP4 with gsA, sf_a NULL, W4A16 variant forced */
+      kg_gemm_fp4_args b = p.a; b.sf_a_bytes += 4; expect_status(&b, KG_ERROR_INVALID_PROBLEM);
+      b = p.a; b.sf_a = NULL; expect_status(&b, KG_ERROR_INVALID_ARGUMENT);
+      b = p.a; b.lda = sh->k / 2 - 1; expect_status(&b, KG_ERROR_INVALID_ARGUMENT);
+      if (f == KG_FP4_MXFP4) { b = p.a; b.global_scale_a = p.a.global_scale_b ? p.a.global_scale_b : (const float *)p.a.sf_a;
+                               expect_status(&b, KG_ERROR_INVALID_PROBLEM); }
+      free_gprob(&p);
+      ran++;
+    }
+  }
+  ck_assert_int_ge(ran, 14 * (int)(sizeof SHAPES / sizeof SHAPES[0]));
 }
 END_TEST
 
@@ -313,6 +405,7 @@ Suite *gemm_fp4_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_every_c_variant);
+  tcase_add_test(tc, test_w4a4_c_variants);
   tcase_add_test(tc, test_exact_small);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);

@@ -16,6 +16,7 @@ int main(void) {
   srunner_add_suite(sr, dualgemm_suite());
   srunner_add_suite(sr, fp4_suite());
   srunner_add_suite(sr, gemm_fp4_suite());
+  srunner_add_suite(sr, dualgemm_fp4_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

@@ -21,6 +21,7 @@ Suite *gemm_suite(void);
 Suite *dualgemm_suite(void);
 Suite *fp4_suite(void);
 Suite *gemm_fp4_suite(void);
+Suite *dualgemm_fp4_suite(void);
 
 /* ---- RNG: xorshift64*, fixed seeds ---------------------------------------- */
 typedef struct tu_rng { uint64_t s; } tu_rng;

@@ -78,7 +78,54 @@ describe("gemm_fp4 family", function()
     end
   end)
 
-  it("ships C variants for every dtype x format x layout and GPU bf16 linear / 128x4", function()
+  it("W4A4: a_dtype = fp4 adds A's scale layout to the name (default: the weights' layout)", function()
+    local variants, errors = expand_fields(
+      { backend = "c", dtype = "bf16", a_dtype = "fp4", format = "nvfp4", sf_layout = "linear" },
+      { backend = "cuda", dtype = "bf16", a_dtype = "fp4", format = "mxfp4", sf_layout_a = "8x4" },
+      { backend = "hip", kernel = "mma", dtype = "bf16", a_dtype = "bf16", format = "nvfp4" })
+    assert.are.same({}, errors)
+    local got = {}
+    for i, v in ipairs(variants) do got[i] = v.name end
+    table.sort(got)
+    assert.are.same({ "kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_afp4_sfalinear",
+                      "kg_fp4gemm_cuda_warp_mxfp4_bf16_sf128x4_afp4_sfa8x4",
+                      "kg_fp4gemm_hip_mma_nvfp4_bf16_sf128x4" }, got)
+    local d = require("dialects.cuda")
+    for _, v in ipairs(variants) do
+      local text = table.concat(gemm_fp4.descriptor(v, d), "\n")
+      if v.a_dtype == "fp4" then
+        assert.is_truthy(text:find(".a_fp4 = 1", 1, true), text)
+      else
+        assert.is_truthy(text:find(".a_fp4 = 0", 1, true) and text:find(".sf_layout_a = -1", 1, true), text)
+      end
+      if v.kernel == "mma" then assert.is_truthy(text:find(".max_m = 0", 1, true), text) end
+    end
+  end)
+
+  it("rejects a_dtype other than dtype or fp4, sf_layout_a without FP4 A, f16 MXFP4 on mma", function()
+    local variants, errors = expand_fields({ backend = "c", dtype = "bf16", a_dtype = "f16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: a_dtype = bf16, fp4", 1, true), errors[1])
+    assert.is_truthy(errors[1]:find("^specs/t.lua:10: error: ", 1), errors[1])
+    variants, errors = expand_fields({ backend = "c", dtype = "bf16", format = "nvfp4", sf_layout_a = "8x4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: sf_layout_a = none", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "c", dtype = "bf16", a_dtype = "fp4", format = "nvfp4",
+                                       sf_layout_a = "none" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: sf_layout_a = linear, 128x4, 8x4", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "mma", dtype = "f16", format = "mxfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: dtype = bf16", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "c", kernel = "mma", dtype = "bf16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("kernel 'mma' does not exist on backend 'c'; allowed: blocked", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "hip", kernel = "blocked", dtype = "bf16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: warp, mma", 1, true), errors[1])
+  end)
+
+  it("ships C variants for every dtype x format x layout (W4A16, W4A4) and GPU warp / mma kernels", function()
     local out, rc = H.kgen("list")
     assert.are.equal(0, rc, out)
     local n = { c = 0, cuda = 0, hip = 0 }
@@ -86,7 +133,9 @@ describe("gemm_fp4 family", function()
       local b = l:match("^kg_fp4gemm_(%l+)_")
       if b then n[b] = n[b] + 1 end
     end
-    assert.are.same({ c = 12, cuda = 4, hip = 4 }, n)
+    assert.are.same({ c = 26, cuda = 12, hip = 12 }, n)
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_mma_mxfp4_bf16_sflinear", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_afp4_sfa8x4", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_c_blocked_mxfp4_f16_sf8x4", 1, true))
   end)

@@ -102,7 +102,9 @@ function H.stub_templates()
   -- the fp4 family's templates (one stub per file it renders)
   H.sh("mkdir -p " .. shell_quote(dir .. "/fp4"))
   for _, t in ipairs(require("families.fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
-  for _, t in ipairs(require("families.gemm_fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
+  for _, fam in ipairs({ "gemm_fp4", "dualgemm_fp4", "amax" }) do
+    for _, t in ipairs(require("families." .. fam).templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
+  end
   return dir
 end
 

@@ -1,0 +1,527 @@
+/*
+** bench_fp4.c -- kg's block-scaled FP4 kernels on the GPU against cuBLAS bf16 on
+** the dequantized weights, in the same run (../shared/bench.md).
+**
+** Rows:
+**   - W4A16 GEMM  D = A.W^T, A bf16 [M, K] row-major, W FP4 [N, K] (NVFP4 and
+**     MXFP4, 128x4 scales), D bf16: M in {1, 16, 128, 1024, 4096} x (N, K) in
+**     {(4096, 4096), (14336, 4096), (4096, 14336)}. Peer: cublasGemmEx on the
+**     bf16 weights that kg_fp4_dequantize produced from the same FP4 bytes.
+**   - W4A16 DualGemm SwiGLU, K = 4096, N = 14336, M in {1, 16, 128, 1024, 4096,
+**     8192}. Peer: the best of two cuBLAS GEMMs + silu*mul and one cuBLAS GEMM
+**     on [W0 || W1] + silu*mul (bench/peer_kernels.cu), on dequantized weights.
+**   - quantize: bf16 [16384, 7168] -> NVFP4 (with a global scale) and MXFP4,
+**     128x4 scales; TB/s of input read.
+** Weights: random bf16, their amax by kg_amax, the NVFP4 global scale by
+** kg_nvfp4_global_scale, kg_fp4_quantize, then kg_fp4_dequantize for the peer.
+** Enough weight sets are rotated that no launch finds its weights in L2.
+** Reported per row: kg variant, kg us, peer us, peer/kg (above 1: kg faster),
+** kg TB/s on the FP4 weight bytes (packed values + scales) and that as % of the
+** device-to-device copy ceiling measured in the same run.
+** Checks of the timed run (outputs poisoned with NaN first): 64 sampled
+** outputs against a double-precision reference on the dequantized weights
+** (host loop here), and kg against the peer norm-wise.
+** Exit status: 0 all checks passed, 1 a check failed, 2 a CUDA / cuBLAS call failed.
+**
+** Environment:
+**   KG_BENCH_QUICK=1   only M in {16, 4096} and one quantizer row
+**   KG_BENCH_REPS=N    timed samples per operation (default 30, at least 20)
+**   KG_BENCH_SEED=N    RNG seed (default 1)
+**   KG_COMMIT=SHA      commit to print when git is not available
+*/
+#include "bench_common.h"
+
+#include "kg.h"
+
+/* bench/peer_kernels.cu */
+int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1, void *out, int64_t ldo, int64_t m,
+                      int64_t n, void *stream);
+
+#define MAX_SETS 8
+#define MAX_ROWS 64
+#define N_SAMPLES 64
+#define TOL_REF 2e-2      /* bf16 output rounding (and D0/D1 roundings for SwiGLU), relative to scale */
+#define TOL_KG_PEER 1e-2  /* norm-wise: both sum the same products in f32 */
+#define SAMPLE_MS 1.0
+#define WARM_MS 200.0
+
+static struct {
+  cudaStream_t st;
+  cublasHandle_t cublas;
+  int reps, quick;
+  uint64_t seed;
+  size_t l2_bytes;
+  char gpu[256];
+  int sms, cc_major, cc_minor;
+  char rt_ver[16], drv_ver[16], cublas_ver[32], commit[96], date[40];
+  double copy_tbs, copy_ms;
+  int nrows, fails;
+  char table[MAX_ROWS][256];
+} G;
+
+static void table_add(const char *line) {
+  if (G.nrows < MAX_ROWS) snprintf(G.table[G.nrows++], sizeof G.table[0], "%s", line);
+}
+
+/* ---- FP4 weights --------------------------------------------------------------------------------
+** nw matrices of [n, k] per set (DualGemm: W0 rows 0..n-1, W1 rows n..2n-1 of one [2n, k] bf16
+** buffer, so the peer can also run one GEMM on [W0 || W1]); each matrix has its own scales and
+** NVFP4 global scale. */
+typedef struct weights {
+  kg_fp4_format format;
+  int64_t n, k, kv;
+  int nw, nsets;
+  size_t sf_bytes;                   /* per matrix */
+  uint8_t *q[MAX_SETS];              /* [nw * n, k/2] */
+  uint8_t *sf[MAX_SETS][2];
+  float *gs[MAX_SETS];               /* nw floats (NVFP4) */
+  uint16_t *deq[MAX_SETS];           /* [nw * n, k] bf16, dequantized */
+  uint16_t *h_deq;                   /* host copy of set 0's deq */
+  double fp4_bytes;                  /* bytes kg must read per launch: values + scales */
+} weights;
+
+static void check_kg(kg_status st, const char *what) {
+  if (st != KG_SUCCESS) {
+    fprintf(stderr, "%s: %s %s\n", what, kg_status_string(st), kg_last_backend_error());
+    if (bench_fatal_hook) bench_fatal_hook();
+    exit(2);
+  }
+}
+
+static kg_exec cuda_exec(void) {
+  kg_exec e;
+  memset(&e, 0, sizeof e);
+  e.backend = KG_BACKEND_CUDA;
+  e.stream = (void *)G.st;
+  return e;
+}
+
+static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int nw, uint64_t *rng) {
+  memset(w, 0, sizeof *w);
+  w->format = f; w->n = n; w->k = k; w->nw = nw;
+  w->kv = kg_fp4_kv(f, k);
+  check_kg(kg_sf_size(KG_SF_SWIZZLED_128X4, n, w->kv, 1, &w->sf_bytes), "kg_sf_size");
+  w->fp4_bytes = (double)nw * ((double)n * (double)k / 2 + (double)w->sf_bytes);
+  int sets = (int)ceil(2.5 * (double)G.l2_bytes / w->fp4_bytes);
+  w->nsets = sets < 2 ? 2 : sets > MAX_SETS ? MAX_SETS : sets;
+  const size_t elems = (size_t)nw * (size_t)n * (size_t)k;
+  uint16_t *h = (uint16_t *)malloc(elems * 2);
+  w->h_deq = (uint16_t *)malloc(elems * 2);
+  if (!h || !w->h_deq) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  kg_exec ex = cuda_exec();
+  for (int s = 0; s < w->nsets; s++) {
+    CK(cudaMalloc((void **)&w->q[s], elems / 2));
+    CK(cudaMalloc((void **)&w->deq[s], elems * 2));
+    CK(cudaMalloc((void **)&w->gs[s], 2 * sizeof(float)));
+    bench_fill_bf16(h, elems, rng);
+    CK(cudaMemcpy(w->deq[s], h, elems * 2, cudaMemcpyHostToDevice));
+    for (int i = 0; i < nw; i++) {
+      CK(cudaMalloc((void **)&w->sf[s][i], w->sf_bytes));
+      const uint16_t *x = w->deq[s] + (size_t)i * (size_t)n * (size_t)k;
+      const float *gs = NULL;
+      if (f == KG_FP4_NVFP4) {
+        kg_amax_args am = { KG_BF16, 1, n, k, x, k, 0, w->gs[s] + i };
+        check_kg(kg_amax(&am, &ex), "kg_amax");
+        float amax = 0;
+        CK(cudaMemcpyAsync(&amax, w->gs[s] + i, sizeof amax, cudaMemcpyDeviceToHost, G.st));
+        CK(cudaStreamSynchronize(G.st));
+        float g = kg_nvfp4_global_scale(amax);
+        CK(cudaMemcpy(w->gs[s] + i, &g, sizeof g, cudaMemcpyHostToDevice));
+        gs = w->gs[s] + i;
+      }
+      kg_fp4_args qa;
+      memset(&qa, 0, sizeof qa);
+      qa.format = f; qa.sf_layout = KG_SF_SWIZZLED_128X4; qa.mx_round = KG_MX_ROUND_UP;
+      qa.dtype = KG_BF16; qa.batch = 1; qa.rows = n; qa.k = k;
+      qa.x = (void *)x; qa.ldx = k;
+      qa.q = w->q[s] + (size_t)i * (size_t)n * (size_t)(k / 2); qa.ldq = k / 2;
+      qa.sf = w->sf[s][i]; qa.sf_bytes = w->sf_bytes;
+      qa.global_scale = gs;
+      check_kg(kg_fp4_quantize(&qa, &ex), "kg_fp4_quantize");
+      check_kg(kg_fp4_dequantize(&qa, &ex), "kg_fp4_dequantize");  /* x <- the weights kg multiplies */
+    }
+  }
+  CK(cudaStreamSynchronize(G.st));
+  CK(cudaMemcpy(w->h_deq, w->deq[0], elems * 2, cudaMemcpyDeviceToHost));
+  free(h);
+}
+
+static void weights_free(weights *w) {
+  for (int s = 0; s < w->nsets; s++) {
+    CK(cudaFree(w->q[s])); CK(cudaFree(w->deq[s])); CK(cudaFree(w->gs[s]));
+    for (int i = 0; i < w->nw; i++) CK(cudaFree(w->sf[s][i]));
+  }
+  free(w->h_deq);
+}
+
+/* ---- one M -------------------------------------------------------------------------------------- */
+enum { OP_KG = 0, OP_P1, OP_P2, N_OPS };   /* GEMM: P1 = cuBLAS; DualGemm: P1 = 2 GEMMs, P2 = 1 GEMM */
+
+typedef struct problem {
+  const weights *w;
+  int dual;
+  int64_t m;
+  uint16_t *a[MAX_SETS];
+  uint16_t *d[N_OPS][MAX_SETS];   /* outputs [m, n] */
+  uint16_t *tmp[MAX_SETS];        /* peers' D0 || D1: [m, 2n] */
+  kg_exec exec;
+  kg_status kg_err;
+  int peer_err;
+} problem;
+
+static int launch_kg(void *ctx, int s) {
+  problem *p = (problem *)ctx;
+  const weights *w = p->w;
+  kg_status st;
+  if (!p->dual) {
+    kg_gemm_fp4_args g;
+    memset(&g, 0, sizeof g);
+    g.m = p->m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format;
+    g.sf_layout = KG_SF_SWIZZLED_128X4;
+    g.a = p->a[s]; g.lda = w->k;
+    g.b = w->q[s]; g.ldb = w->k / 2;
+    g.sf_b = w->sf[s][0]; g.sf_b_bytes = w->sf_bytes;
+    g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
+    g.d = p->d[OP_KG][s]; g.ldd = w->n;
+    g.alpha = 1.0f;
+    st = kg_gemm_fp4(&g, &p->exec);
+  } else {
+    kg_dualgemm_fp4_args g;
+    memset(&g, 0, sizeof g);
+    g.mode = KG_MODE_GEMM; g.batch_count = 1;
+    g.m = p->m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format;
+    g.sf_layout = KG_SF_SWIZZLED_128X4; g.op = KG_DUAL_SWIGLU;
+    g.a = p->a[s]; g.lda = w->k;
+    g.b0 = w->q[s]; g.ldb0 = w->k / 2;
+    g.b1 = w->q[s] + (size_t)w->n * (size_t)(w->k / 2); g.ldb1 = w->k / 2;
+    g.sf_b0 = w->sf[s][0]; g.sf_b0_bytes = w->sf_bytes;
+    g.sf_b1 = w->sf[s][1]; g.sf_b1_bytes = w->sf_bytes;
+    g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
+    g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[s] + 1 : NULL;
+    g.d2 = p->d[OP_KG][s]; g.ldd2 = w->n;
+    g.alpha0 = 1.0f; g.alpha1 = 1.0f;
+    st = kg_dualgemm_fp4(&g, &p->exec);
+  }
+  if (st != KG_SUCCESS) { p->kg_err = st; return 1; }
+  return 0;
+}
+
+/* Row-major D[M, N'] = A[M, K] . W^T with W row-major [N', K]: column-major D^T = W . A^T. */
+static void gemm_cb(const uint16_t *w, int64_t n, const uint16_t *a, int64_t m, int64_t k, uint16_t *d, int64_t ldd) {
+  const float alpha = 1.0f, beta = 0.0f;
+  CB(cublasGemmEx(G.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, CUDA_R_16BF, (int)k, a,
+                  CUDA_R_16BF, (int)k, &beta, d, CUDA_R_16BF, (int)ldd, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+static int launch_p1(void *ctx, int s) {
+  problem *p = (problem *)ctx;
+  const weights *w = p->w;
+  if (!p->dual) { gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, p->d[OP_P1][s], w->n); return 0; }
+  uint16_t *t = p->tmp[s];   /* two GEMMs into the two halves of [m, 2n], then silu * mul */
+  gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, t, 2 * w->n);
+  gemm_cb(w->deq[s] + (size_t)w->n * (size_t)w->k, w->n, p->a[s], p->m, w->k, t + w->n, 2 * w->n);
+  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P1][s], w->n, p->m, w->n, (void *)G.st);
+  if (e) { p->peer_err = e; return 1; }
+  return 0;
+}
+
+static int launch_p2(void *ctx, int s) {
+  problem *p = (problem *)ctx;
+  const weights *w = p->w;
+  uint16_t *t = p->tmp[s];   /* one GEMM on [W0 || W1] */
+  gemm_cb(w->deq[s], 2 * w->n, p->a[s], p->m, w->k, t, 2 * w->n);
+  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P2][s], w->n, p->m, w->n, (void *)G.st);
+  if (e) { p->peer_err = e; return 1; }
+  return 0;
+}
+
+static double round_bf16(double x) { return bench_bf16_to_f32(bench_f32_to_bf16((float)x)); }
+
+/* Reference of output (i, j) on the dequantized weights, and its error scale. */
+static void ref_at(const problem *p, const uint16_t *hA, int64_t i, int64_t j, double *ref, double *scale) {
+  const weights *w = p->w;
+  double x[2] = { 0, 0 }, s2[2] = { 0, 0 };
+  for (int q = 0; q < (p->dual ? 2 : 1); q++) {
+    const uint16_t *wr = w->h_deq + (size_t)(q * w->n + j) * (size_t)w->k;
+    for (int64_t kk = 0; kk < w->k; kk++) {
+      double t = (double)bench_bf16_to_f32(hA[i * w->k + kk]) * (double)bench_bf16_to_f32(wr[kk]);
+      x[q] += t; s2[q] += t * t;
+    }
+  }
+  if (!p->dual) { *ref = x[0]; *scale = fmax(fabs(x[0]), sqrt(s2[0])); }
+  else {
+    double d0 = round_bf16(x[0]), d1 = round_bf16(x[1]);   /* the op acts on output-typed D0, D1 */
+    double g = d0 / (1.0 + exp(-d0));
+    *ref = g * d1;
+    *scale = fmax(fabs(*ref), (fabs(g) + 1.0) * sqrt(s2[1]) + fabs(d1) * sqrt(s2[0]));
+  }
+  if (*scale == 0) *scale = 1;
+}
+
+/* Runs one M; returns 0 when every check passed. */
+static int run_m(const weights *w, int dual, int64_t m, const char *label, uint64_t *rng) {
+  problem P;
+  memset(&P, 0, sizeof P);
+  problem *p = &P;
+  p->w = w; p->dual = dual; p->m = m;
+  const int nops = dual ? 3 : 2;
+  const size_t nA = (size_t)m * (size_t)w->k, nD = (size_t)m * (size_t)w->n;
+  uint16_t *hA = (uint16_t *)malloc(nA * 2), *hD = (uint16_t *)malloc(nD * 2), *hP = (uint16_t *)malloc(nD * 2);
+  if (!hA || !hD || !hP) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  for (int s = 0; s < w->nsets; s++) {
+    CK(cudaMalloc((void **)&p->a[s], nA * 2));
+    for (int o = 0; o < nops; o++) {
+      CK(cudaMalloc((void **)&p->d[o][s], nD * 2));
+      CK(cudaMemsetAsync(p->d[o][s], 0xFF, nD * 2, G.st));   /* NaN poison */
+    }
+    if (dual) CK(cudaMalloc((void **)&p->tmp[s], 2 * nD * 2));
+  }
+  for (int s = w->nsets - 1; s >= 0; s--) {   /* last to first: hA ends holding set 0 */
+    bench_fill_bf16(hA, nA, rng);
+    CK(cudaMemcpy(p->a[s], hA, nA * 2, cudaMemcpyHostToDevice));
+  }
+  p->exec = cuda_exec();
+
+  char variant[128] = "-", note[256] = "";
+  const char *name = NULL;
+  int has_kg = 0;
+  if (!dual) {
+    kg_gemm_fp4_args g;
+    memset(&g, 0, sizeof g);
+    g.m = m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format; g.sf_layout = KG_SF_SWIZZLED_128X4;
+    g.a = p->a[0]; g.lda = w->k; g.b = w->q[0]; g.ldb = w->k / 2; g.sf_b = w->sf[0][0]; g.sf_b_bytes = w->sf_bytes;
+    g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL; g.d = p->d[OP_KG][0]; g.ldd = w->n; g.alpha = 1.0f;
+    has_kg = kg_gemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+  } else {
+    kg_dualgemm_fp4_args g;
+    memset(&g, 0, sizeof g);
+    g.mode = KG_MODE_GEMM; g.batch_count = 1; g.m = m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16;
+    g.format = w->format; g.sf_layout = KG_SF_SWIZZLED_128X4; g.op = KG_DUAL_SWIGLU;
+    g.a = p->a[0]; g.lda = w->k;
+    g.b0 = w->q[0]; g.ldb0 = w->k / 2; g.b1 = w->q[0] + (size_t)w->n * (size_t)(w->k / 2); g.ldb1 = w->k / 2;
+    g.sf_b0 = w->sf[0][0]; g.sf_b0_bytes = w->sf_bytes; g.sf_b1 = w->sf[0][1]; g.sf_b1_bytes = w->sf_bytes;
+    g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL;
+    g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[0] + 1 : NULL;
+    g.d2 = p->d[OP_KG][0]; g.ldd2 = w->n; g.alpha0 = g.alpha1 = 1.0f;
+    has_kg = kg_dualgemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+  }
+  if (has_kg) {
+    const char *s = strstr(name, "_cuda_");
+    snprintf(variant, sizeof variant, "%s", s ? s + 6 : name);
+  }
+
+  bench_timer ops[N_OPS];
+  memset(ops, 0, sizeof ops);
+  ops[OP_KG].fn = launch_kg; ops[OP_KG].ctx = p; ops[OP_KG].active = has_kg;
+  ops[OP_P1].fn = launch_p1; ops[OP_P1].ctx = p; ops[OP_P1].active = 1;
+  ops[OP_P2].fn = launch_p2; ops[OP_P2].ctx = p; ops[OP_P2].active = dual;
+  for (int o = 0; o < N_OPS; o++)
+    if (ops[o].active) bench_time(&ops[o], w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
+  if (ops[OP_P1].failed || ops[OP_P2].failed)
+    bench_fatal("kgb_silu_mul_bf16", cudaGetErrorString((cudaError_t)p->peer_err), __FILE__, __LINE__);
+  int ok = 1;
+  if (has_kg && ops[OP_KG].failed) {
+    ok = 0; has_kg = 0;
+    snprintf(note, sizeof note, "kg: %s %s", kg_status_string(p->kg_err), kg_last_backend_error());
+  }
+
+  /* checks on set 0, which the timed launches wrote last */
+  const int best = dual && ops[OP_P2].med < ops[OP_P1].med ? OP_P2 : OP_P1;
+  double max_ref = 0, num = 0, den = 0;
+  long long bad = 0;
+  if (has_kg) {
+    CK(cudaMemcpy(hD, p->d[OP_KG][0], nD * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(hP, p->d[best][0], nD * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < nD; i++) {
+      double x = bench_bf16_to_f32(hD[i]), y = bench_bf16_to_f32(hP[i]);
+      if (!isfinite(x)) bad++;
+      num += (x - y) * (x - y); den += y * y;
+    }
+    for (int t = 0; t < N_SAMPLES; t++) {
+      int64_t i = t == 0 ? 0 : t == 1 ? m - 1 : (int64_t)(bench_rng_next(rng) % (uint64_t)m);
+      int64_t j = t == 0 ? 0 : t == 1 ? w->n - 1 : (int64_t)(bench_rng_next(rng) % (uint64_t)w->n);
+      double ref, scale;
+      ref_at(p, hA, i, j, &ref, &scale);
+      double e = fabs(bench_bf16_to_f32(hD[i * w->n + j]) - ref) / scale;
+      if (!(e <= max_ref)) max_ref = isfinite(e) ? e : INFINITY;
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    if (bad || !(max_ref <= TOL_REF) || !(rel <= TOL_KG_PEER)) {
+      ok = 0;
+      snprintf(note, sizeof note, "non-finite %lld, max err vs ref %.3g (tol %.0e), vs peer %.3g (tol %.0e)", bad,
+               max_ref, TOL_REF, rel, TOL_KG_PEER);
+    }
+  }
+
+  char line[256], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-";
+  const double peer = ops[best].med;
+  if (has_kg) {
+    const double tbs = w->fp4_bytes / (ops[OP_KG].med * 1e-3) / 1e12;
+    snprintf(kus, sizeof kus, "%.2f", ops[OP_KG].med * 1e3);
+    snprintf(ratio, sizeof ratio, "%.3f", peer / ops[OP_KG].med);
+    snprintf(tb, sizeof tb, "%.3f", tbs);
+    snprintf(pc, sizeof pc, "%.1f", 100.0 * tbs / G.copy_tbs);
+  }
+  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-40.40s %9s %9.2f %7s %7s %6s %s", label,
+           w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)m, (long long)w->n, (long long)w->k, variant, kus,
+           peer * 1e3, ratio, tb, pc, ok ? "ok" : "FAIL");
+  printf("%s%s%s\n", line, *note ? "  -- " : "", note);
+  fflush(stdout);
+  table_add(line);
+  G.fails += !ok;
+
+  for (int s = 0; s < w->nsets; s++) {
+    CK(cudaFree(p->a[s]));
+    for (int o = 0; o < nops; o++) CK(cudaFree(p->d[o][s]));
+    if (dual) CK(cudaFree(p->tmp[s]));
+  }
+  free(hA); free(hD); free(hP);
+  return !ok;
+}
+
+/* ---- quantizer throughput ------------------------------------------------------------------------ */
+typedef struct qproblem { kg_fp4_args args; kg_exec exec; } qproblem;
+
+static int launch_quant(void *ctx, int s) {
+  (void)s;
+  qproblem *q = (qproblem *)ctx;
+  return kg_fp4_quantize(&q->args, &q->exec) != KG_SUCCESS;
+}
+
+static void run_quant(kg_fp4_format f, uint64_t *rng) {
+  const int64_t rows = 16384, k = 7168;
+  const size_t elems = (size_t)rows * (size_t)k;
+  qproblem Q;
+  memset(&Q, 0, sizeof Q);
+  uint16_t *h = (uint16_t *)malloc(elems * 2), *x = NULL;
+  uint8_t *qq = NULL, *sf = NULL;
+  float *gs = NULL;
+  if (!h) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  bench_fill_bf16(h, elems, rng);
+  CK(cudaMalloc((void **)&x, elems * 2));
+  CK(cudaMemcpy(x, h, elems * 2, cudaMemcpyHostToDevice));
+  CK(cudaMalloc((void **)&qq, elems / 2));
+  size_t sfb = 0;
+  check_kg(kg_sf_size(KG_SF_SWIZZLED_128X4, rows, kg_fp4_kv(f, k), 1, &sfb), "kg_sf_size");
+  CK(cudaMalloc((void **)&sf, sfb));
+  CK(cudaMalloc((void **)&gs, sizeof(float)));
+  float one = 2.5f;
+  CK(cudaMemcpy(gs, &one, sizeof one, cudaMemcpyHostToDevice));
+  Q.exec = cuda_exec();
+  kg_fp4_args *a = &Q.args;
+  a->format = f; a->sf_layout = KG_SF_SWIZZLED_128X4; a->mx_round = KG_MX_ROUND_UP; a->dtype = KG_BF16;
+  a->batch = 1; a->rows = rows; a->k = k; a->x = x; a->ldx = k; a->q = qq; a->ldq = k / 2;
+  a->sf = sf; a->sf_bytes = sfb; a->global_scale = f == KG_FP4_NVFP4 ? gs : NULL;
+  const char *name = "-";
+  kg_fp4_select(KG_OP_FP4_QUANTIZE, a, &Q.exec, &name);
+  bench_timer t;
+  memset(&t, 0, sizeof t);
+  t.fn = launch_quant; t.ctx = &Q; t.active = 1;
+  bench_time(&t, 1, G.reps, G.st, WARM_MS, SAMPLE_MS);   /* input 235 MB: L2 holds none of it */
+  char line[256];
+  const char *short_name = strstr(name, "_cuda_") ? strstr(name, "_cuda_") + 6 : name;
+  const double in_tbs = (double)elems * 2 / (t.med * 1e-3) / 1e12;
+  const double all_tbs = ((double)elems * 2 + (double)elems / 2 + (double)sfb) / (t.med * 1e-3) / 1e12;
+  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-40.40s %9.2f %9s %7s %7.3f %6.1f %s (read+write %.3f TB/s)",
+           f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)rows, "-", (long long)k, short_name,
+           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, t.failed ? "FAIL" : "ok", all_tbs);
+  printf("%s\n", line);
+  table_add(line);
+  G.fails += t.failed;
+  CK(cudaFree(x)); CK(cudaFree(qq)); CK(cudaFree(sf)); CK(cudaFree(gs));
+  free(h);
+}
+
+/* ---- main ------------------------------------------------------------------------------------------ */
+static void print_header(void) {
+  printf("GPU          %s (sm_%d%d, %d SMs, L2 %.0f MB)\n", G.gpu, G.cc_major, G.cc_minor, G.sms, (double)G.l2_bytes / 1e6);
+  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.rt_ver, G.drv_ver, G.cublas_ver);
+  printf("commit       %s\n", G.commit);
+  printf("date         %s\n", G.date);
+  printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
+}
+
+static const char *COLS = "op       fmt        M      N      K kg variant                                   kg us   peer us peer/kg kg TB/s  %copy check";
+
+static void print_table(void) {
+  printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
+  print_header();
+  printf("%s\n", COLS);
+  for (int i = 0; i < G.nrows; i++) printf("%s\n", G.table[i]);
+  printf("peer: gemm = cublasGemmEx; dual = best of 2 GEMMs + silu*mul and 1 GEMM on [W0||W1] + silu*mul. peer/kg > 1: "
+         "kg faster. kg TB/s on the FP4 weight bytes (packed values + scales); quantize: TB/s of bf16 input read.\n");
+  printf("result: %d of %d rows passed\n", G.nrows - G.fails, G.nrows);
+  fflush(stdout);
+}
+
+static void fatal_hook(void) { if (G.nrows) print_table(); }
+
+int main(int argc, char **argv) {
+  (void)argc;
+  G.quick = bench_env_long("KG_BENCH_QUICK", 0) != 0;
+  G.reps = (int)bench_env_long("KG_BENCH_REPS", 30);
+  if (G.reps < 20) G.reps = 20;
+  G.seed = (uint64_t)bench_env_long("KG_BENCH_SEED", 1);
+  bench_fatal_hook = fatal_hook;
+  if (!kg_backend_available(KG_BACKEND_CUDA)) {
+    fprintf(stderr, "bench_fp4: the kg CUDA backend is not available (not compiled in, or no GPU)\n");
+    return 2;
+  }
+  int dev = 0, v = 0;
+  CK(cudaGetDevice(&dev));
+  struct cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  snprintf(G.gpu, sizeof G.gpu, "%s", prop.name);
+  G.sms = prop.multiProcessorCount; G.cc_major = prop.major; G.cc_minor = prop.minor;
+  G.l2_bytes = (size_t)prop.l2CacheSize;
+  if (G.l2_bytes < (size_t)60e6) G.l2_bytes = (size_t)60e6;
+  CK(cudaRuntimeGetVersion(&v)); bench_version_string(v, G.rt_ver, sizeof G.rt_ver);
+  CK(cudaDriverGetVersion(&v)); bench_version_string(v, G.drv_ver, sizeof G.drv_ver);
+  CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
+  CB(cublasCreate(&G.cublas));
+  CB(cublasSetStream(G.cublas, G.st));
+  CB(cublasGetVersion(G.cublas, &v));
+  snprintf(G.cublas_ver, sizeof G.cublas_ver, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+  bench_commit(G.commit, sizeof G.commit);
+  bench_utc_now(G.date, sizeof G.date);
+  printf("bench_fp4: %s%s; reps %d (median); seed %llu\n", argv[0], G.quick ? " (KG_BENCH_QUICK=1)" : "", G.reps,
+         (unsigned long long)G.seed);
+  G.copy_tbs = bench_copy_tbs((size_t)1 << 30, G.reps, G.st, &G.copy_ms);
+  print_header();
+  printf("%s\n", COLS);
+
+  uint64_t rng = G.seed * 0x9E3779B97F4A7C15ull + 11;
+  static const int64_t GEMM_MS[] = { 1, 16, 128, 1024, 4096 };
+  static const int64_t NK[][2] = { { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } };
+  static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 };
+  for (int f = 0; f < 2; f++) {
+    const kg_fp4_format fmt = f == 0 ? KG_FP4_NVFP4 : KG_FP4_MXFP4;
+    for (int s = 0; s < 3; s++) {
+      weights w;
+      weights_make(&w, fmt, NK[s][0], NK[s][1], 1, &rng);
+      for (int i = 0; i < 5; i++) {
+        const int64_t m = GEMM_MS[i];
+        if ((G.quick || fmt == KG_FP4_MXFP4) && m != 16 && !(G.quick && m == 4096 && fmt == KG_FP4_NVFP4)) continue;
+        run_m(&w, 0, m, "gemm", &rng);
+      }
+      weights_free(&w);
+    }
+    weights w;
+    weights_make(&w, fmt, 14336, 4096, 2, &rng);
+    for (int i = 0; i < 6; i++) {
+      const int64_t m = DUAL_MS[i];
+      if (G.quick && m != 16 && m != 4096) continue;
+      if (fmt == KG_FP4_MXFP4 && m > 16) continue;
+      run_m(&w, 1, m, "dual", &rng);
+    }
+    weights_free(&w);
+  }
+  run_quant(KG_FP4_NVFP4, &rng);
+  if (!G.quick) run_quant(KG_FP4_MXFP4, &rng);
+
+  print_table();
+  bench_fatal_hook = NULL;
+  CB(cublasDestroy(G.cublas));
+  CK(cudaStreamDestroy(G.st));
+  return G.fails ? 1 : 0;
+}

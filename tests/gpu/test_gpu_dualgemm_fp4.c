@@ -1,0 +1,614 @@
+/*
+** test_gpu_dualgemm_fp4.c -- every compiled CUDA block-scaled FP4 DualGemm variant
+** (kg_fp4dualgemm_cuda_*: warp kernels for m <= 16, mma kernels for any m; W4A16 and W4A4) and
+** every CUDA amax variant (kg_amax_cuda_*) against references computed here on the CPU (never
+** against other generated code, the C backend or the runtime's FP4 helpers).
+**
+** Built by `make test-gpu` (plain C, libkg + cudart; no Lua, no libcheck). Each variant is forced
+** by name (kg_exec.variant); its axes come from the name
+** kg_fp4dualgemm_cuda_<kernel>_<nvfp4|mxfp4>_<f16|bf16>_<op>_<d2|d0d2|d1d2|d0d1d2>_sf<layout>
+** [_afp4_sfa<layout>] and kg_amax_cuda_<f32|f16|bf16>.
+**
+** DualGemm reference (kg.h FP4 DualGemm, shared/reference/dualgemm.md, fp4.md): every FP4 operand
+** is decoded here from its bytes (E2M1 table, E4M3 / UE8M0 scale values, the scale layouts by
+** fp4.md's formulas; the scale group of batch z is z when the operand's batch stride is non-zero,
+** else 0; NVFP4 values divided by the group's global scale), f16 / bf16 decoded here, sums in
+** double: x_i = alpha_i * A.W_i^T + beta_i * C_i; D0, D1 = x0, x1 rounded to the output type;
+** D2 = op(D0, D1) (swiglu x sigmoid(x) y; geglu tanh form; mul x y).
+** Tolerances: D0 / D1 within 2u|x| + (k + 4) 2^-23 |alpha| sum |a w| + 2^-22 |beta c| (u the
+** output type's unit roundoff) + the type's subnormal spacing; D2 within the propagated error of D0 / D1 (|op'| <= 1.2) plus
+** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
+** passes. Reported as the worst error in tolerance units per variant.
+** Cases: m 1, 5, 16 (every kernel) and 17, 100, 130 (mma kernels: m not a multiple of the 64-row
+** tile), n 1, 7, 129, 300 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544 and 4096
+** (ragged last chunk, kv not a multiple of 4), batched with per-batch and shared (batch stride
+** 0, one scale group) A / W0 / W1, C as a full matrix and as a bias row (ld 0), c NULL, NVFP4
+** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
+** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
+** with padded lds, batch gaps and guards before and after, and every byte is checked.
+** Statuses: warp variants refuse m = 17 (KG_ERROR_NOT_SUPPORTED, kg_explain names the limit),
+** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
+** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
+**
+** amax reference: max |x| over each group in double of the decoded values, NaN skipped; must be
+** bit-equal (it is exact). Cases: rows 1, 37, 1100 x cols 1, 45, 3000, batch 1 and 3 with gapped
+** ld and batch stride whose gaps hold NaN and huge values (a kernel reading them fails), a NaN
+** element and a negative maximum inside; out has guards.
+**
+** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
+** Usage: test_gpu_dualgemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
+** Checking the test itself without a GPU: -DKG_FP4DUAL_TEST_HOST runs the C-backend variants
+** (kg_fp4dualgemm_c_*, kg_amax_c_*) in host memory (the warp limits then do not apply):
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4DUAL_TEST_HOST -Iruntime/include \
+**     tests/gpu/test_gpu_dualgemm_fp4.c build/c/libkg.a -lm -lpthread -o build/test_dualgemm_fp4_host
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef KG_FP4DUAL_TEST_HOST
+#include <cuda_runtime.h>
+#endif
+
+#include "kg.h"
+
+#ifdef KG_FP4DUAL_TEST_HOST
+#define BACKEND_NAME "c"
+#define BACKEND KG_BACKEND_C
+#else
+#define BACKEND_NAME "cuda"
+#define BACKEND KG_BACKEND_CUDA
+#endif
+#define DPREFIX "kg_fp4dualgemm_" BACKEND_NAME "_"
+#define APREFIX "kg_amax_" BACKEND_NAME "_"
+
+#define POISON 0xFFu
+#define GUARD ((size_t)256)
+
+static int g_pass, g_fail;
+static void summary(void) { printf("%d passed, %d failed\n", g_pass, g_fail); fflush(stdout); }
+
+static void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
+  return p;
+}
+
+#ifdef KG_FP4DUAL_TEST_HOST
+static void *g_stream = NULL;
+static void *dev_alloc(size_t n) { return xmalloc(n); }
+static void dev_free(void *p) { free(p); }
+static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
+static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
+static void dev_sync(void) {}
+#else
+static cudaStream_t g_stream;
+#define CK(call)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      g_fail++;                                                                               \
+      summary();                                                                              \
+      exit(2);                                                                                \
+    }                                                                                         \
+  } while (0)
+static void *dev_alloc(size_t n) { void *p = NULL; CK(cudaMalloc(&p, n ? n : 1)); return p; }
+static void dev_free(void *p) { CK(cudaFree(p)); }
+static void h2d(void *d, const void *h, size_t n) { CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
+static void d2h(void *h, const void *d, size_t n) { CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)); }
+static void dev_sync(void) { CK(cudaStreamSynchronize(g_stream)); CK(cudaGetLastError()); }
+#endif
+
+/* ---- reference numerics ---------------------------------------------------------------------- */
+static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
+static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
+static double e4m3(unsigned c) {
+  unsigned e = (c >> 3) & 15u, m = c & 7u;
+  if (e == 15 && m == 7) return NAN;
+  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
+  return (c & 0x80u) ? -v : v;
+}
+static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
+static double f16_val(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1.0 + m / 1024.0, e - 15);
+  return (h & 0x8000u) ? -v : v;
+}
+static double bf16_val(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static double val16(uint16_t h, int bf) { return bf ? bf16_val(h) : f16_val(h); }
+/* Nearest-even 16-bit pattern of v (normal, |v| < 65504, or zero): inputs only. */
+static uint16_t to16(double v, int bf) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (bf) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  double a = fabs(v);
+  if (a < ldexp(1.0, -14)) return (uint16_t)(v < 0 ? 0x8000u : 0);
+  int e;
+  double fr = frexp(a, &e);
+  double mant = nearbyint((fr * 2.0 - 1.0) * 1024.0);
+  int ex = e - 1 + 15;
+  if (mant >= 1024.0) { mant = 0; ex++; }
+  return (uint16_t)((v < 0 ? 0x8000u : 0) | ((unsigned)ex << 10) | (unsigned)mant);
+}
+/* Value of v rounded to the output type (nearest even; overflow to Inf). */
+static double round16(double v, int bf) {
+  if (bf) return bf16_val(to16(v, 1));
+  if (fabs(v) >= 65520.0) return v > 0 ? INFINITY : -INFINITY;
+  if (fabs(v) < ldexp(1.0, -14)) return nearbyint(v * ldexp(1.0, 24)) * ldexp(1.0, -24);   /* subnormals */
+  return f16_val(to16(v, 0));
+}
+
+static int64_t sf_off(int layout, int64_t rows, int64_t kv, int64_t g, int64_t r, int64_t kb) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return g * rows * kv + r * kv + kb;
+  if (layout == KG_SF_SWIZZLED_128X4) {
+    int64_t mt = (rows + 127) / 128;
+    return g * mt * kt * 512 + (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
+  }
+  int64_t mt = (rows + 7) / 8;
+  return g * mt * kt * 32 + (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
+}
+static size_t sf_bytes(int layout, int64_t rows, int64_t kv, int64_t groups) {
+  int64_t kt = (kv + 3) / 4;
+  if (layout == KG_SF_LINEAR) return (size_t)(groups * rows * kv);
+  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)(groups * ((rows + 127) / 128) * kt * 512);
+  return (size_t)(groups * ((rows + 7) / 8) * kt * 32);
+}
+
+static double op_ref(int op, double x, double y) {
+  if (op == KG_DUAL_SWIGLU) return x / (1.0 + exp(-x)) * y;
+  if (op == KG_DUAL_GEGLU) return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))) * y;
+  return x * y;
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
+static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
+
+/* ---- variants ---------------------------------------------------------------------------------- */
+typedef struct dvar {
+  const char *name;
+  int warp, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
+} dvar;
+
+static int parse_layout(const char *s, int *l) {
+  if (!strcmp(s, "linear")) *l = KG_SF_LINEAR;
+  else if (!strcmp(s, "128x4")) *l = KG_SF_SWIZZLED_128X4;
+  else if (!strcmp(s, "8x4")) *l = KG_SF_SWIZZLED_8X4;
+  else return 0;
+  return 1;
+}
+
+static int parse_dvar(const char *name, dvar *v) {
+  char buf[160], *tok[12];
+  int nt = 0;
+  memset(v, 0, sizeof *v);
+  v->name = name;
+  snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
+  for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
+  if (nt != 6 && nt != 8) return 0;
+  v->warp = !strcmp(tok[0], "warp");
+  v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
+  v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
+  v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
+        : !strcmp(tok[3], "mul") ? KG_DUAL_MUL : -1;
+  v->sd0 = !strncmp(tok[4], "d0", 2);
+  v->sd1 = strstr(tok[4], "d1") != NULL;
+  if (strncmp(tok[5], "sf", 2) || !parse_layout(tok[5] + 2, &v->layout)) return 0;
+  v->layout_a = -1;
+  if (nt == 8) {
+    if (strcmp(tok[6], "afp4") || strncmp(tok[7], "sfa", 3) || !parse_layout(tok[7] + 3, &v->layout_a)) return 0;
+    v->a_fp4 = 1;
+  }
+  return v->format >= 0 && v->bf >= 0 && v->op >= 0;
+}
+
+/* ---- device buffers with guards ------------------------------------------------------------------ */
+typedef struct dbuf { uint8_t *base, *p; size_t n; } dbuf;
+static dbuf up(const void *host, size_t n) {
+  dbuf b;
+  b.n = n;
+  b.base = dev_alloc(n + 2 * GUARD);
+  b.p = b.base + GUARD;
+  uint8_t *g = xmalloc(n + 2 * GUARD);
+  memset(g, POISON, n + 2 * GUARD);
+  if (host) memcpy(g + GUARD, host, n);
+  h2d(b.base, g, n + 2 * GUARD);
+  free(g);
+  return b;
+}
+/* Copies the buffer back; 0 when a guard byte changed. */
+static int down(const dbuf *b, void *host) {
+  uint8_t *g = xmalloc(b->n + 2 * GUARD);
+  d2h(g, b->base, b->n + 2 * GUARD);
+  int ok = 1;
+  for (size_t i = 0; i < GUARD; i++) ok &= g[i] == POISON && g[GUARD + b->n + i] == POISON;
+  memcpy(host, g + GUARD, b->n);
+  free(g);
+  return ok;
+}
+
+/* ---- DualGemm cases ------------------------------------------------------------------------------ */
+enum { CN_NONE, CN_FULL, CN_BIAS };
+#define SH_A 1u
+#define SH_B0 2u
+#define SH_B1 4u
+
+typedef struct dcase {
+  int64_t m, n, k, batch;   /* batch 0: KG_MODE_GEMM */
+  unsigned shared;
+  int c0, c1, with_gs;
+} dcase;
+
+static const dcase CASES[] = {
+  { 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1 },     { 5, 7, 30, 0, 0, CN_FULL, CN_FULL, 1 },
+  { 16, 129, 64, 0, 0, CN_BIAS, CN_NONE, 0 }, { 16, 300, 200, 0, 0, CN_NONE, CN_FULL, 1 },
+  { 1, 129, 4096, 0, 0, CN_FULL, CN_NONE, 1 }, { 5, 9, 544, 3, 0, CN_FULL, CN_BIAS, 1 },
+  { 3, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1 }, { 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 0 },
+  /* mma kernels only (m > 16) */
+  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1 },
+  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1 },
+  { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1 },
+};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* Scale bytes that keep D2 (a product of two sums) inside f16's range (see check_dualgemm_fp4.c). */
+static int sf_lo(int format, int with_gs) { return format == KG_FP4_MXFP4 ? 118 : with_gs ? 0x58 : 0x18; }
+static int sf_hi(int format, int with_gs) { return format == KG_FP4_MXFP4 ? 126 : with_gs ? 0x7e : 0x40; }
+
+typedef struct fop {   /* one FP4 operand (A in W4A4, W0, W1): host bytes, scales, global scales */
+  uint8_t *q, *sf;
+  size_t qn, sfn;
+  int64_t rows, ld, bs, groups;
+  float gs[8];
+  int with_gs;
+} fop;
+
+static void make_fop(fop *o, const dvar *v, int64_t rows, int64_t ld, int64_t batch, int shared, int with_gs,
+                     float base) {
+  o->rows = rows; o->ld = ld;
+  o->groups = shared ? 1 : batch;
+  o->bs = shared ? 0 : (rows * ld + 15) / 16 * 16 + 16;   /* a 16-byte gap between batches */
+  o->qn = (size_t)(shared || batch == 1 ? rows * ld : o->groups * o->bs);
+  o->q = xmalloc(o->qn);
+  for (size_t i = 0; i < o->qn; i++) o->q[i] = (uint8_t)rnd();
+  o->with_gs = with_gs && v->format == KG_FP4_NVFP4;
+  for (int g = 0; g < 8; g++) o->gs[g] = o->with_gs ? 2688.0f / (base + 0.75f * (float)g) : 1.0f;
+}
+
+static void fill_sf(fop *o, const dvar *v, int layout, int64_t k) {
+  const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
+  o->sfn = sf_bytes(layout, o->rows, kv, o->groups);
+  o->sf = xmalloc(o->sfn);
+  memset(o->sf, 0xff, o->sfn);
+  for (int64_t g = 0; g < o->groups; g++)
+    for (int64_t r = 0; r < o->rows; r++)
+      for (int64_t kb = 0; kb < kv; kb++)
+        o->sf[sf_off(layout, o->rows, kv, g, r, kb)] = (uint8_t)rint_in(sf_lo(v->format, o->with_gs), sf_hi(v->format, o->with_gs));
+}
+
+static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_t z, int64_t r, int64_t kk) {
+  const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
+  const int64_t g = o->bs != 0 ? z : 0;
+  unsigned byte = o->q[g * o->bs + r * o->ld + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
+  unsigned s = o->sf[sf_off(layout, o->rows, kv, g, r, kk / bsz)];
+  return v->format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)o->gs[g] : e2m1(code) * ue8m0(s);
+}
+
+/* One DualGemm case of v. Returns 1 on pass; *worst: error in tolerance units. */
+static int run_dual(const dvar *v, const dcase *c, double *worst) {
+  const int64_t m = c->m, n = c->n, k = c->k, batch = c->batch ? c->batch : 1;
+  const int bf = v->bf;
+  char what[200];
+  snprintf(what, sizeof what, "%s m%lld n%lld k%lld b%lld", v->name, (long long)m, (long long)n, (long long)k,
+           (long long)c->batch);
+  kg_dualgemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.mode = c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
+  a.batch_count = batch;
+  a.m = m; a.n = n; a.k = k; a.dtype = bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout;
+  a.op = v->op; a.store_d0 = v->sd0; a.store_d1 = v->sd1;
+  /* A */
+  fop fa;
+  memset(&fa, 0, sizeof fa);
+  uint16_t *A16 = NULL;
+  int64_t na = 0;
+  const int64_t ga = (c->shared & SH_A) ? 1 : batch;
+  if (v->a_fp4) {
+    make_fop(&fa, v, m, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_A), c->with_gs, 3.5f);
+    fill_sf(&fa, v, v->layout_a, k);
+  } else {
+    a.lda = (k + 8 + 7) / 8 * 8;
+    a.batch_stride_a = (c->shared & SH_A) ? 0 : m * a.lda + 8;
+    na = ga * (m * a.lda + 8);
+    A16 = xmalloc((size_t)na * 2);
+    for (int64_t i = 0; i < na; i++) A16[i] = to16(uni() * 4.0 - 2.0, bf);
+  }
+  /* W0, W1 */
+  fop w[2];
+  make_fop(&w[0], v, n, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_B0), c->with_gs, 5.5f);
+  make_fop(&w[1], v, n, (k / 2 + 15) / 16 * 16, batch, !!(c->shared & SH_B1), c->with_gs, 2.25f);
+  fill_sf(&w[0], v, v->layout, k);
+  fill_sf(&w[1], v, v->layout, k);
+  /* C0, C1 */
+  const int cm[2] = { c->c0, c->c1 };
+  uint16_t *C[2] = { NULL, NULL };
+  int64_t ldc[2], bsc[2], cn[2];
+  for (int i = 0; i < 2; i++) {
+    ldc[i] = cm[i] == CN_BIAS ? 0 : n + 1;
+    bsc[i] = cm[i] == CN_BIAS ? n : m * (n + 1);
+    cn[i] = cm[i] == CN_NONE ? 0 : batch * bsc[i];
+    if (cn[i]) {
+      C[i] = xmalloc((size_t)cn[i] * 2);
+      for (int64_t j = 0; j < cn[i]; j++) C[i][j] = to16(uni() * 2.0 - 1.0, bf);
+    }
+  }
+  const float alpha[2] = { 1.25f, 0.75f }, beta[2] = { cn[0] ? -0.5f : 0.0f, cn[1] ? 1.0f : 0.0f };
+  const int64_t ldd = n + 3, bsd = m * ldd + 5;
+  const size_t dn = (size_t)(batch * bsd) * 2;
+
+  /* device */
+  dbuf dA = v->a_fp4 ? up(fa.q, fa.qn) : up(A16, (size_t)na * 2);
+  dbuf dSA = up(fa.sf, fa.sfn), dGA = up(fa.gs, sizeof fa.gs);
+  dbuf dW[2], dS[2], dG[2], dC[2], dD[3];
+  for (int i = 0; i < 2; i++) {
+    dW[i] = up(w[i].q, w[i].qn); dS[i] = up(w[i].sf, w[i].sfn); dG[i] = up(w[i].gs, sizeof w[i].gs);
+    dC[i] = up(C[i], (size_t)cn[i] * 2);
+  }
+  for (int i = 0; i < 3; i++) dD[i] = up(NULL, dn);
+  if (v->a_fp4) {
+    a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.lda = fa.ld; a.batch_stride_a = fa.bs;
+    a.sf_a = dSA.p; a.sf_a_bytes = fa.sfn; a.global_scale_a = fa.with_gs ? (const float *)dGA.p : NULL;
+  }
+  a.a = dA.p;
+  a.b0 = dW[0].p; a.ldb0 = w[0].ld; a.batch_stride_b0 = w[0].bs;
+  a.sf_b0 = dS[0].p; a.sf_b0_bytes = w[0].sfn; a.global_scale_b0 = w[0].with_gs ? (const float *)dG[0].p : NULL;
+  a.b1 = dW[1].p; a.ldb1 = w[1].ld; a.batch_stride_b1 = w[1].bs;
+  a.sf_b1 = dS[1].p; a.sf_b1_bytes = w[1].sfn; a.global_scale_b1 = w[1].with_gs ? (const float *)dG[1].p : NULL;
+  a.c0 = cn[0] ? dC[0].p : NULL; a.ldc0 = ldc[0]; a.batch_stride_c0 = bsc[0];
+  a.c1 = cn[1] ? dC[1].p : NULL; a.ldc1 = ldc[1]; a.batch_stride_c1 = bsc[1];
+  a.d0 = v->sd0 ? dD[0].p : NULL; a.d1 = v->sd1 ? dD[1].p : NULL; a.d2 = dD[2].p;
+  a.ldd0 = a.ldd1 = a.ldd2 = ldd;
+  a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = bsd;
+  a.alpha0 = alpha[0]; a.beta0 = beta[0]; a.alpha1 = alpha[1]; a.beta1 = beta[1];
+  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_status st = kg_dualgemm_fp4(&a, &e);
+  dev_sync();
+  int ok = 1, shown = 0;
+  if (st != KG_SUCCESS) { printf("FAIL %s: %s\n", what, kg_status_string(st)); ok = 0; }
+  uint16_t *D[3];
+  for (int i = 0; i < 3; i++) {
+    D[i] = xmalloc(dn);
+    if (!down(&dD[i], D[i])) { printf("FAIL %s: guard of D%d written\n", what, i); ok = 0; }
+  }
+  const double u = bf ? ldexp(1.0, -8) : ldexp(1.0, -11);
+  double *AV = xmalloc(sizeof(double) * (size_t)(m * k)), *WV[2];
+  WV[0] = xmalloc(sizeof(double) * (size_t)(n * k));
+  WV[1] = xmalloc(sizeof(double) * (size_t)(n * k));
+  for (int64_t z = 0; ok && z < batch; z++) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t kk = 0; kk < k; kk++)
+        AV[i * k + kk] = v->a_fp4 ? fop_val(&fa, v, v->layout_a, k, z, i, kk)
+                                  : val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + i * a.lda + kk], bf);
+    for (int b = 0; b < 2; b++)
+      for (int64_t j = 0; j < n; j++)
+        for (int64_t kk = 0; kk < k; kk++) WV[b][j * k + kk] = fop_val(&w[b], v, v->layout, k, z, j, kk);
+    for (int64_t i = 0; ok && i < m; i++)
+      for (int64_t j = 0; j < ldd; j++) {
+        const int64_t di = z * bsd + i * ldd + j;
+        if (j >= n) {
+          for (int q = 0; q < 3; q++)
+            if (D[q][di] != 0xFFFFu) { printf("FAIL %s: D%d gap (%lld, %lld) written\n", what, q, (long long)i, (long long)j); ok = 0; }
+          continue;
+        }
+        double x[2], xr[2], tol[2];
+        for (int b = 0; b < 2; b++) {
+          double s = 0.0, abs = 0.0;
+          for (int64_t kk = 0; kk < k; kk++) {
+            double q = AV[i * k + kk] * WV[b][j * k + kk];
+            s += q; abs += fabs(q);
+          }
+          double cterm = cn[b] ? beta[b] * val16(C[b][z * bsc[b] + i * ldc[b] + j], bf) : 0.0;
+          x[b] = alpha[b] * s + cterm;
+          xr[b] = round16(x[b], bf);
+          tol[b] = 2.0 * u * fabs(x[b]) + (double)(k + 4) * ldexp(1.0, -23) * fabs(alpha[b]) * abs +
+                   ldexp(1.0, -22) * fabs(cterm) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));   /* + subnormal spacing */
+          if (b ? v->sd1 : v->sd0) {
+            double got = val16(D[b][di], bf), err = fabs(got - x[b]);
+            if (!(err <= tol[b])) {
+              if (shown++ < 4)
+                printf("FAIL %s: D%d(%lld, %lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", what, b, (long long)z,
+                       (long long)i, (long long)j, got, x[b], tol[b]);
+              ok = 0;
+            } else if (err / tol[b] > *worst) *worst = err / tol[b];
+          }
+        }
+        const double ref2 = op_ref(v->op, xr[0], xr[1]);
+        const double e0 = tol[0] + 2.0 * u * fabs(x[0]), e1 = tol[1] + 2.0 * u * fabs(x[1]);
+        const double g0 = v->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(op_ref(v->op, xr[0], 1.0)) + 1.2 * e0;
+        const double tol2 = (v->op == KG_DUAL_MUL ? 1.0 : 1.2) * e0 * (fabs(xr[1]) + e1) + g0 * e1 +
+                            4.0 * u * fabs(ref2) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
+        const double got2 = val16(D[2][di], bf), err2 = fabs(got2 - ref2);
+        if (!(err2 <= tol2)) {
+          if (shown++ < 4)
+            printf("FAIL %s: D2(%lld, %lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", what, (long long)z,
+                   (long long)i, (long long)j, got2, ref2, tol2);
+          ok = 0;
+        } else if (err2 / tol2 > *worst) *worst = err2 / tol2;
+        if (v->sd0 && v->sd1) {
+          double own = op_ref(v->op, val16(D[0][di], bf), val16(D[1][di], bf));
+          if (!(fabs(got2 - own) <= 4.0 * u * fabs(own) + 1e-30)) {
+            if (shown++ < 4) printf("FAIL %s: D2 = %.9g but op(D0, D1) = %.9g\n", what, got2, own);
+            ok = 0;
+          }
+        }
+      }
+    for (int64_t gi = z * bsd + m * ldd; ok && z + 1 < batch && gi < (z + 1) * bsd; gi++)
+      for (int q = 0; q < 3; q++)
+        if (D[q][gi] != 0xFFFFu) { printf("FAIL %s: D%d batch gap written\n", what, q); ok = 0; break; }
+  }
+  for (int q = 0; q < 2 && ok; q++)
+    if (!(q ? v->sd1 : v->sd0))
+      for (size_t i = 0; i < dn / 2; i++)
+        if (D[q][i] != 0xFFFFu) { printf("FAIL %s: D%d is not stored but was written\n", what, q); ok = 0; break; }
+
+  dev_free(dA.base); dev_free(dSA.base); dev_free(dGA.base);
+  for (int i = 0; i < 2; i++) { dev_free(dW[i].base); dev_free(dS[i].base); dev_free(dG[i].base); dev_free(dC[i].base); }
+  for (int i = 0; i < 3; i++) { dev_free(dD[i].base); free(D[i]); }
+  free(AV); free(WV[0]); free(WV[1]); free(A16); free(C[0]); free(C[1]);
+  free(fa.q); free(fa.sf); free(w[0].q); free(w[0].sf); free(w[1].q); free(w[1].sf);
+  return ok;
+}
+
+/* Statuses: m = 17 on warp kernels, misaligned ldb0, split-K, odd k; D2 untouched. */
+static int run_dual_statuses(const dvar *v) {
+  const int64_t n = 8, k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
+  const size_t sfn = sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? sf_bytes(v->layout_a, 17, kv, 1) : 0;
+  dbuf dA = up(NULL, (size_t)(17 * (k + 16) * 2)), dB = up(NULL, (size_t)(n * (k / 2 + 16))), dS = up(NULL, sfn);
+  dbuf dSA = up(NULL, sfan ? sfan : 1), dD = up(NULL, (size_t)(17 * n * 2));
+  kg_dualgemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.mode = KG_MODE_GEMM; a.batch_count = 1; a.m = 17; a.n = n; a.k = k;
+  a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout; a.op = v->op;
+  a.a = dA.p; a.lda = v->a_fp4 ? k / 2 : k;
+  a.b0 = a.b1 = dB.p; a.ldb0 = a.ldb1 = k / 2; a.sf_b0 = a.sf_b1 = dS.p; a.sf_b0_bytes = a.sf_b1_bytes = sfn;
+  if (v->a_fp4) { a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA.p; a.sf_a_bytes = sfan; }
+  /* the stores of this variant go to D2's buffer too: nothing may be written */
+  a.store_d0 = v->sd0; a.store_d1 = v->sd1;
+  a.d0 = v->sd0 ? dD.p : NULL; a.d1 = v->sd1 ? dD.p : NULL; a.d2 = dD.p;
+  a.ldd0 = a.ldd1 = a.ldd2 = n; a.alpha0 = a.alpha1 = 1.0f;
+  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  int ok = 1;
+  char buf[8192];
+  kg_status st;
+  if (v->warp && BACKEND != KG_BACKEND_C) {
+    st = kg_dualgemm_fp4(&a, &e);
+    if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+    kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
+    if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %.300s\n", v->name, buf); ok = 0; }
+  }
+  a.m = 4;
+  if (v->a_fp4) a.sf_a_bytes = sf_bytes(v->layout_a, 4, kv, 1);
+  if (BACKEND != KG_BACKEND_C) {
+    a.ldb0 = k / 2 + 8;
+    st = kg_dualgemm_fp4(&a, &e);
+    if (st != KG_ERROR_MISALIGNED_OPERAND) { printf("FAIL %s: ldb0 %% 16 != 0 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+    a.ldb0 = k / 2;
+  }
+  a.mode = KG_MODE_SPLITK_SERIAL;
+  st = kg_dualgemm_fp4(&a, &e);
+  if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: split-K gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+  a.mode = KG_MODE_GEMM; a.k = k - 1;
+  st = kg_dualgemm_fp4(&a, &e);
+  if (st != KG_ERROR_INVALID_PROBLEM) { printf("FAIL %s: odd k gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+  dev_sync();
+  uint8_t *D = xmalloc(dD.n);
+  if (!down(&dD, D)) ok = 0;
+  for (size_t i = 0; ok && i < dD.n; i++)
+    if (D[i] != POISON) { printf("FAIL %s: a refused call wrote D\n", v->name); ok = 0; }
+  free(D);
+  dev_free(dA.base); dev_free(dB.base); dev_free(dS.base); dev_free(dSA.base); dev_free(dD.base);
+  return ok;
+}
+
+/* ---- amax ------------------------------------------------------------------------------------ */
+static int run_amax(const char *name, kg_dtype t, int64_t batch, int64_t rows, int64_t cols) {
+  const int64_t ldx = cols + 5, bs = rows * ldx + 11;
+  const size_t es = t == KG_F32 ? 4 : 2, xn = (size_t)(batch * bs);
+  uint8_t *X = xmalloc(xn * es);
+  double want[3] = { 0, 0, 0 };
+  for (size_t i = 0; i < xn; i++) {   /* gaps: NaN and huge values alternately */
+    const double gap = (i % 2) ? NAN : 60000.0;
+    if (t == KG_F32) { float f = (float)gap; memcpy(X + 4 * i, &f, 4); }
+    else { uint16_t h = (i % 2) ? 0x7fffu : to16(gap, t == KG_BF16); memcpy(X + 2 * i, &h, 2); }
+  }
+  for (int64_t g = 0; g < batch; g++)
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++) {
+        const size_t i = (size_t)(g * bs + r * ldx + c);
+        double x = (uni() * 2.0 - 1.0) * (double)(g + 1) * 3.0, stored;
+        if (r == rows / 2 && c == cols / 2) x = -(double)(g + 1) * 7.0;   /* the negative maximum */
+        if (t == KG_F32) { float f = (float)x; memcpy(X + 4 * i, &f, 4); stored = f; }
+        else { uint16_t h = to16(x, t == KG_BF16); memcpy(X + 2 * i, &h, 2); stored = val16(h, t == KG_BF16); }
+        if (r == 0 && c == cols - 1 && cols > 1) {   /* one NaN element, ignored */
+          if (t == KG_F32) { float f = NAN; memcpy(X + 4 * i, &f, 4); }
+          else { uint16_t h = 0x7fffu; memcpy(X + 2 * i, &h, 2); }
+          continue;
+        }
+        if (fabs(stored) > want[g]) want[g] = fabs(stored);
+      }
+  dbuf dX = up(X, xn * es), dO = up(NULL, (size_t)batch * 4);
+  kg_amax_args a = { t, batch, rows, cols, dX.p, ldx, bs, (float *)dO.p };
+  kg_exec e = { BACKEND, g_stream, NULL, 0, name };
+  kg_status st = kg_amax(&a, &e);
+  dev_sync();
+  int ok = st == KG_SUCCESS;
+  if (!ok) printf("FAIL %s %lldx%lldx%lld: %s\n", name, (long long)batch, (long long)rows, (long long)cols, kg_status_string(st));
+  float out[3];
+  if (!down(&dO, out)) { printf("FAIL %s: out guard written\n", name); ok = 0; }
+  for (int64_t g = 0; ok && g < batch; g++)
+    if (!((double)out[g] == want[g])) {
+      printf("FAIL %s %lldx%lldx%lld: group %lld amax %.9g, reference %.9g\n", name, (long long)batch, (long long)rows,
+             (long long)cols, (long long)g, out[g], want[g]);
+      ok = 0;
+    }
+  dev_free(dX.base); dev_free(dO.base); free(X);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (!kg_backend_available(BACKEND)) {
+    printf("FAIL the kg %s backend is not available\n", kg_backend_string(BACKEND));
+    g_fail++;
+    summary();
+    return 1;
+  }
+#ifndef KG_FP4DUAL_TEST_HOST
+  CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+#else
+  printf("test_gpu_dualgemm_fp4: HOST BUILD (KG_FP4DUAL_TEST_HOST): C-backend variants, host memory\n");
+#endif
+  int nd = 0, na = 0;
+  for (int i = 0; i < kg_variant_count(); i++) {
+    const char *name = kg_variant_name(i);
+    if (only && !strstr(name, only)) continue;
+    if (!strncmp(name, DPREFIX, strlen(DPREFIX))) {
+      dvar v;
+      if (!parse_dvar(name, &v)) { printf("FAIL %s: cannot parse the variant name\n", name); g_fail++; continue; }
+      nd++;
+      double worst = 0.0;
+      int fails = 0;
+      for (int c = 0; c < NCASES; c++) {
+        if (v.warp && CASES[c].m > 16) continue;
+        if (run_dual(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
+      }
+      if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+      printf("%s %s: worst error %.3f of the tolerance\n", fails ? "FAIL" : "ok  ", name, worst);
+    } else if (!strncmp(name, APREFIX, strlen(APREFIX))) {
+      const char *dt = name + strlen(APREFIX);
+      const kg_dtype t = !strcmp(dt, "f32") ? KG_F32 : !strcmp(dt, "f16") ? KG_F16 : KG_BF16;
+      static const int64_t SHAPES[][3] = { { 1, 1, 1 }, { 3, 37, 45 }, { 1, 1100, 3000 }, { 3, 1, 3000 }, { 2, 1100, 1 } };
+      int fails = 0;
+      na++;
+      for (size_t s = 0; s < sizeof SHAPES / sizeof SHAPES[0]; s++)
+        if (run_amax(name, t, SHAPES[s][0], SHAPES[s][1], SHAPES[s][2])) g_pass++; else { g_fail++; fails++; }
+      printf("%s %s: amax bit-exact\n", fails ? "FAIL" : "ok  ", name);
+    }
+  }
+  if (!only && nd == 0) { printf("FAIL no %s* variants compiled in\n", DPREFIX); g_fail++; }
+  if (!only && na == 0) { printf("FAIL no %s* variants compiled in\n", APREFIX); g_fail++; }
+  summary();
+  return g_fail ? 1 : 0;
+}
