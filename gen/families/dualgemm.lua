@@ -117,7 +117,9 @@ end
 -- f32 expression of op(x0, x1) on the output-typed values x0 = D0, x1 = D1.
 local OP_EXPR = {
   swiglu = "(%s) / (1.0f + expf(-(%s))) * (%s)",
-  geglu = "0.5f * (%s) * (1.0f + tanhf(0.7978845608f * ((%s) + 0.044715f * (%s) * (%s) * (%s)))) * (%s)",
+  -- gelu_tanh(x) = 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+  -- the second form has no cancellation where tanh(u) rounds to -1 (x below about -4)
+  geglu = "(%s) / (1.0f + expf(-1.5957691216f * ((%s) + 0.044715f * (%s) * (%s) * (%s)))) * (%s)",
   mul = "(%s) * (%s)",
 }
 

@@ -124,7 +124,7 @@ static void kg_dualgemm_c_blocked_f32_geglu_xxxx_d2_64x256x256_a1_block(const fl
               float x1 = args->alpha1 * acc[1];
               if (use_c1) x1 += args->beta1 * C1[r * c1_rs + c * c1_cs];
               x1 = x1;  /* op acts on output-typed values */
-              D2[r * d2_rs + c * d2_cs] = 0.5f * (x0) * (1.0f + tanhf(0.7978845608f * ((x0) + 0.044715f * (x0) * (x0) * (x0)))) * (x1);
+              D2[r * d2_rs + c * d2_cs] = (x0) / (1.0f + expf(-1.5957691216f * ((x0) + 0.044715f * (x0) * (x0) * (x0)))) * (x1);
             }
         }
       }

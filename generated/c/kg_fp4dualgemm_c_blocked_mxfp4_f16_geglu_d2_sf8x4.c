@@ -196,7 +196,7 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_f16_geglu_d2_sf8x4_dequant_w(const ui
             float x1 = post1 * acc[1][i * NC + j];
             if (C1) x1 += args->beta1 * kg_f16_to_f32(C1[r * args->ldc1 + c]);
             x1 = kg_f16_to_f32(kg_f32_to_f16(x1));  /* op acts on output-typed values */
-            D2[r * args->ldd2 + c] = kg_f32_to_f16(0.5f * (x0) * (1.0f + tanhf(0.7978845608f * ((x0) + 0.044715f * (x0) * (x0) * (x0)))) * (x1));
+            D2[r * args->ldd2 + c] = kg_f32_to_f16((x0) / (1.0f + expf(-1.5957691216f * ((x0) + 0.044715f * (x0) * (x0) * (x0)))) * (x1));
           }
       }
     }

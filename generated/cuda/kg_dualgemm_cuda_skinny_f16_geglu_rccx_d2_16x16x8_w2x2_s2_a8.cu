@@ -83,7 +83,7 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
     x[i] = __half2float(xo);   /* the op acts on output-typed values */
     if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = xo;
   }
-  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2half_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2half_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
 }
 
 /* c += A(16 rows x 32 k) . B(32 k x 8 columns) in the skinny k permutation. */

@@ -88,7 +88,7 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
     x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
     if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = xo;
   }
-  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2bfloat16_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
 }
 
 /* Tensor-core vocabulary: mma.sync m16n8k16 + ldmatrix + cp.async. */
@@ -191,7 +191,7 @@ static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, 
       if (p.d[i]) *(kg_pair *)(p.d[i] + z * p.d_bs[i] + r * p.d_rs[i] + c) = out;
       x0[i] = __bfloat162float(out.x); x1[i] = __bfloat162float(out.y);   /* the op acts on output-typed values */
     }
-    const kg_pair out2 = { __float2bfloat16_rn(0.5f * (x0[0]) * (1.0f + tanhf(0.7978845608f * ((x0[0]) + 0.044715f * (x0[0]) * (x0[0]) * (x0[0])))) * (x0[1])), __float2bfloat16_rn(0.5f * (x1[0]) * (1.0f + tanhf(0.7978845608f * ((x1[0]) + 0.044715f * (x1[0]) * (x1[0]) * (x1[0])))) * (x1[1])) };
+    const kg_pair out2 = { __float2bfloat16_rn((x0[0]) / (1.0f + expf(-1.5957691216f * ((x0[0]) + 0.044715f * (x0[0]) * (x0[0]) * (x0[0])))) * (x0[1])), __float2bfloat16_rn((x1[0]) / (1.0f + expf(-1.5957691216f * ((x1[0]) + 0.044715f * (x1[0]) * (x1[0]) * (x1[0])))) * (x1[1])) };
     *(kg_pair *)(p.d2 + z * p.d2_bs + r * p.d2_rs + c) = out2;
   } else {
     kg_store(p, z, r, c, v0);

@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
             x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
             x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
             x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(128, 1) kg_fp4dualgemm_cuda_mma_nvfp4_bf16_geg
             x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
     }

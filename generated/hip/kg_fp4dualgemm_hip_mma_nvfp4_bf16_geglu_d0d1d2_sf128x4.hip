@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(256) kg_fp4dualgemm_hip_mma_nvfp4_bf16_geglu_d
             x[i] = static_cast<float>(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -315,7 +315,7 @@ __global__ void __launch_bounds__(256) kg_fp4dualgemm_hip_mma_nvfp4_bf16_geglu_d
             x[i] = static_cast<float>(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(256) kg_fp4dualgemm_hip_mma_nvfp4_bf16_geglu_d
             x[i] = static_cast<float>(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
       {
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(256) kg_fp4dualgemm_hip_mma_nvfp4_bf16_geglu_d
             x[i] = static_cast<float>(xo);   /* the op acts on output-typed values */
             if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + c] = xo;
           }
-          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16(0.5f * (x[0]) * (1.0f + tanhf(0.7978845608f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+          p.d2[z * p.d2_bs + r * p.ldd2 + c] = hip_bfloat16((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
         }
       }
     }
