@@ -2,6 +2,7 @@
 #   make gen        regenerate generated/ from specs/ and templates/ (needs Lua)
 #   make lib        build build/<backends>/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
 #   make test       install what is missing, then every CPU-side check
+#   make check      the Check suites of the C runtime only (CK_RUN_SUITE=Name picks one)
 #   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
 #   make bench      kg vs cuBLAS on the GPU
 # Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
@@ -42,7 +43,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo check test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/bench_gemm build/bench_dualgemm
 all: lib
 
 deps:
@@ -96,9 +97,17 @@ build/demo: examples/demo.c $(B)/libkg.a
 demo: build/demo
 	build/demo
 
+# Every tests/c/*.c: the suites check_main.c runs (ValidationTest, DispatchTest,
+# GemmTest, DualGemm, FP4Test, GemmFp4Test, and check_wave.c's
+# MfmaTile16x16x16Test, Transpose4x4HalfTest, RowsumTest on the C backend's
+# emulated wavefront).
 CHECK_SRC := $(wildcard tests/c/*.c)
 build/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) $(DEFS) $(CHECK_SRC) $(B)/libkg.a $$(pkg-config --cflags --libs check) $(LDLIBS) -o $@
+
+check:
+	$(MAKE) KG_CUDA=0 KG_HIP=0 build/check_kg
+	build/check_kg
 
 build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
