@@ -2,6 +2,7 @@
 #   make gen        regenerate generated/ from specs/ and templates/ (needs Lua)
 #   make lib        build build/<backends>/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
 #   make test       install what is missing, then every CPU-side check
+#   make check      the Check suites of the C runtime only (CK_RUN_SUITE=Name picks one)
 #   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
 #   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
 #   make bench      kg vs cuBLAS on the GPU
@@ -29,7 +30,7 @@ C_SRC    := $(wildcard generated/c/*.c)
 CUDA_SRC := $(wildcard generated/cuda/*.cu)
 HIP_SRC  := $(wildcard generated/hip/*.hip)
 
-OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
+OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_wave.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
 DEFS :=
 LDLIBS := -lm -lpthread
 ifeq ($(KG_CUDA),1)
@@ -43,7 +44,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm build/bench_fp4
+.PHONY: all gen deps lib demo check test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm build/bench_fp4
 all: lib
 
 deps:
@@ -66,6 +67,9 @@ $(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h ru
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_wave.o: runtime/src/kg_wave.c runtime/include/kg.h runtime/src/kg_internal.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h
@@ -94,9 +98,17 @@ build/demo: examples/demo.c $(B)/libkg.a
 demo: build/demo
 	build/demo
 
+# Every tests/c/*.c: the suites check_main.c runs (ValidationTest, DispatchTest,
+# GemmTest, DualGemm, FP4Test, GemmFp4Test, and check_wave.c's
+# MfmaTile16x16x16Test, Transpose4x4HalfTest, RowsumTest on the C backend's
+# emulated wavefront).
 CHECK_SRC := $(wildcard tests/c/*.c)
 build/check_kg: $(CHECK_SRC) $(wildcard tests/c/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) $(DEFS) $(CHECK_SRC) $(B)/libkg.a $$(pkg-config --cflags --libs check) $(LDLIBS) -o $@
+
+check:
+	$(MAKE) KG_CUDA=0 KG_HIP=0 build/check_kg
+	build/check_kg
 
 build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@

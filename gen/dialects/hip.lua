@@ -1,4 +1,9 @@
 -- HIP dialect (target gfx90a, CDNA: 64-lane wavefronts).
+local fmt = require("lib.fmt")  -- integers in emitted code: same text under LuaJIT and Lua 5.4
+
+-- Text of an expression given as a string or an integer.
+local function expr(x) return type(x) == "number" and fmt.int(x) or x end
+
 return {
   name = "hip",
   dir = "hip",
@@ -137,4 +142,72 @@ return {
   -- casts, loop unrolling hint
   fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
           bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
+  -- Wave64 vocabulary (templates/wave): code of one 64-lane wavefront written
+  -- once for this dialect and the C dialect's emulated wave. Per-lane code sits
+  -- in lane regions (lanes_begin .. lanes_end; `lane` is the lane id 0..63
+  -- there, r(x) is this lane's value of wave register x); wave-wide operations
+  -- (shfl_xor, mfma) are statements between regions, which every lane of the
+  -- wave reaches together. Regions hold no collective operation and no return.
+  -- Register kinds: f32, u32 (one value per lane), u32x2 (two 32-bit
+  -- registers), b16x4 (four 16-bit patterns: an MFMA A or B operand), f32x4
+  -- (an MFMA C/D operand). Elements of the x2/x4 kinds are r(x)[i].
+  wave = {
+    size = 64,
+    -- helper qualifier; loop unrolling hint
+    fn = "[[maybe_unused]] static __device__ __forceinline__",
+    unroll = "#pragma unroll",
+    lanes_begin = "{ [[maybe_unused]] const int lane = (int)__lane_id();",
+    lanes_end = "}",
+    r = function(x) return x end,
+    -- declaration of wave register x (no ';'); parameter declaration (by reference)
+    reg = function(kind, x)
+      local t = ({ f32 = "float %s", u32 = "uint32_t %s", u32x2 = "uint32_t %s[2]", b16x4 = "kg_wave_b16x4 %s",
+                   f32x4 = "kg_wave_f32x4 %s" })[kind]
+      assert(t, "unknown wave register kind " .. tostring(kind))
+      return string.format(t, x)
+    end,
+    param = function(kind, x)
+      local t = ({ f32 = "float &%s", u32 = "uint32_t &%s", u32x2 = "uint32_t (&%s)[2]", b16x4 = "kg_wave_b16x4 &%s",
+                   f32x4 = "kg_wave_f32x4 &%s" })[kind]
+      assert(t, "unknown wave register kind " .. tostring(kind))
+      return string.format(t, x)
+    end,
+    -- dst = src of lane (lane ^ mask), for every lane (kind f32 or u32); dst may be src
+    shfl_xor = function(kind, dst, src, mask)
+      assert(kind == "f32" or kind == "u32", "shfl_xor takes f32 or u32 registers")
+      return string.format("%s = __shfl_xor(%s, %s, 64);", dst, src, expr(mask))
+    end,
+    -- MFMA 16x16x16 (dtype f16 or bf16 -> f32): d = a.b + c; d may be c
+    mfma = function(dtype, dst, a, b, c)
+      assert(dtype == "f16" or dtype == "bf16", "MFMA 16x16x16 takes f16 or bf16")
+      return string.format("%s = kg_wave_mfma_%s(%s, %s, %s);", dst, dtype, a, b, c)
+    end,
+    -- Register layouts of MFMA 16x16x16 (row, column expressions of lane t's
+    -- element i): A[t%16][4(t/16)+i], B[4(t/16)+i][t%16], C/D[4(t/16)+i][t%16].
+    a_rc = function(t, i)
+      return string.format("((%s) & 15)", expr(t)), string.format("((((%s) >> 4) << 2) + (%s))", expr(t), expr(i))
+    end,
+    b_rc = function(t, i)
+      return string.format("((((%s) >> 4) << 2) + (%s))", expr(t), expr(i)), string.format("((%s) & 15)", expr(t))
+    end,
+    d_rc = function(t, i)
+      return string.format("((((%s) >> 4) << 2) + (%s))", expr(t), expr(i)), string.format("((%s) & 15)", expr(t))
+    end,
+    -- types and the MFMA wrappers (operands travel as 16-bit patterns)
+    preamble = function()
+      return table.concat({
+        "/* Wave64 vocabulary: registers of one lane, MFMA 16x16x16 on the matrix cores. */",
+        "typedef unsigned short kg_wave_b16x4 __attribute__((ext_vector_type(4)));  /* 4 x 16-bit patterns */",
+        "typedef float kg_wave_f32x4 __attribute__((ext_vector_type(4)));",
+        "typedef _Float16 kg_wave_f16x4_ __attribute__((ext_vector_type(4)));",
+        "typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));",
+        "[[maybe_unused]] static __device__ __forceinline__ kg_wave_f32x4 kg_wave_mfma_f16(kg_wave_b16x4 a, kg_wave_b16x4 b, kg_wave_f32x4 c) {",
+        "  return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(kg_wave_f16x4_, a), __builtin_bit_cast(kg_wave_f16x4_, b), c, 0, 0, 0);",
+        "}",
+        "[[maybe_unused]] static __device__ __forceinline__ kg_wave_f32x4 kg_wave_mfma_bf16(kg_wave_b16x4 a, kg_wave_b16x4 b, kg_wave_f32x4 c) {",
+        "  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(kg_wave_i16x4_, a), __builtin_bit_cast(kg_wave_i16x4_, b), c, 0, 0, 0);",
+        "}",
+      }, "\n")
+    end,
+  },
 }

@@ -160,7 +160,10 @@ typedef enum kg_op {
   KG_OP_SF_RESWIZZLE,                         /* args: kg_sf_reswizzle_args */
   KG_OP_GEMM_FP4,                             /* args: kg_gemm_fp4_args */
   KG_OP_DUALGEMM_FP4,                         /* args: kg_dualgemm_fp4_args */
-  KG_OP_AMAX                                  /* args: kg_amax_args */
+  KG_OP_AMAX,                                 /* args: kg_amax_args */
+  /* wave64 primitives (see the Wave64 section): plain arguments, no args
+  ** struct; kg_explain answers KG_ERROR_INVALID_ARGUMENT for them */
+  KG_OP_WAVE_MFMA16X16X16, KG_OP_WAVE_TRANSPOSE4X4, KG_OP_WAVE_ROWSUM16
 } kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
@@ -476,6 +479,47 @@ kg_status kg_amax(const kg_amax_args *args, const kg_exec *exec);
 ** KG_OP_DUALGEMM_FP4, KG_OP_AMAX) would run with
 ** these args; *name points into static storage. */
 kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const char **name);
+
+/* ---- Wave64 primitives (AMD CDNA matrix-core building blocks) ---------------
+** Test-facing entry points of the wave64 template pieces (templates/wave/),
+** one 64-lane wavefront per call, on the backend of exec:
+**   KG_BACKEND_HIP  the gfx90a matrix cores (KG_ERROR_BACKEND_UNAVAILABLE when
+**                   HIP is not compiled in or no device is visible);
+**   KG_BACKEND_C    the same template code on an emulated wavefront: lane
+**                   arrays, shuffles that read lane ^ mask, the MFMA as loops
+**                   that read the registers in the hardware layouts.
+**   KG_BACKEND_CUDA has no wave64 variants (KG_ERROR_NOT_SUPPORTED when it is
+**                   available).
+** Matrices are row-major in backend memory, ld in elements (>= the row
+** length); 16-bit elements are bit patterns, 2-byte aligned; f32 matrices are
+** 4-byte aligned (KG_ERROR_MISALIGNED_OPERAND otherwise). The kernels load
+** every operand into the MFMA register layouts before they store anything, so
+** d may alias an input (d == c accumulates in place). exec->variant forces a
+** variant by name as elsewhere. Invalid arguments (NULL pointer, unknown dtype,
+** small ld) are KG_ERROR_INVALID_ARGUMENT and nothing is written.
+**
+** MFMA 16x16x16 register layouts of one wave64 (lane t, element i = 0..3):
+**   A: A[t%16][4(t/16)+i]   B: B[4(t/16)+i][t%16]   C, D: D[4(t/16)+i][t%16]
+**
+** kg_wave_mfma16x16x16: D = A.B + C; A, B 16 x 16 of dtype (KG_F16 or
+**   KG_BF16); C, D 16 x 16 f32; c NULL means C = 0 (ldc ignored). f32
+**   accumulation: each D element is C plus 16 exact products, summed in f32. */
+kg_status kg_wave_mfma16x16x16(kg_dtype dtype, const void *a, int64_t lda, const void *b, int64_t ldb,
+                               const float *c, int64_t ldc, float *d, int64_t ldd, const kg_exec *exec);
+
+/* kg_wave_transpose4x4: transpose_4x4_half_registers. x and y are 64 x 4
+** matrices of 16-bit patterns (any 16-bit type): row l is the four values
+** lane l holds in its two 32-bit registers (elements 0, 1 in the low and high
+** half of the first). Within each quad of lanes (rows 4q .. 4q+3) the 4 x 4
+** block is transposed by three xor-shuffle rounds:
+** y[4q+j][k] = x[4q+k][j]. Bits move unchanged (NaN patterns included). */
+kg_status kg_wave_transpose4x4(const void *x, int64_t ldx, void *y, int64_t ldy, const kg_exec *exec);
+
+/* kg_wave_rowsum16: row sums of a 16 x 16 fragment through the matrix core.
+** S (16 x 16, dtype KG_F16 or KG_BF16) is multiplied by a B of all ones, and
+** the whole product is stored: d[m*ldd + n] = sum_k S[m][k] for every column
+** n (f32 accumulation, exact products). */
+kg_status kg_wave_rowsum16(kg_dtype dtype, const void *s, int64_t lds, float *d, int64_t ldd, const kg_exec *exec);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,22 @@ typedef kg_status (*kg_gemm_fp4_launch_fn)(const kg_gemm_fp4_args *args, const k
 typedef kg_status (*kg_dualgemm_fp4_launch_fn)(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 typedef kg_status (*kg_amax_launch_fn)(const kg_amax_args *args, const kg_exec *exec);
 
+/* ---- Wave64 primitives (kg_wave.c) -------------------------------------------
+** One wavefront's operands after kg_wave.c checked them (pointers non-NULL
+** where the op reads or writes them, lds cover the rows):
+**   mfma16x16x16: a = A, b = B (16 x 16, 16-bit), c = C (16 x 16 f32, or
+**                 NULL for C = 0), d = D (16 x 16 f32)
+**   transpose4x4: a = X, d = Y (64 x 4, 16-bit); b, c unused
+**   rowsum16:     a = S (16 x 16, 16-bit), d = D (16 x 16 f32); b, c unused
+** Row-major; lds in elements. */
+typedef struct kg_wave_job {
+  const void *a, *b;
+  const float *c;
+  void *d;
+  int64_t lda, ldb, ldc, ldd;
+} kg_wave_job;
+typedef kg_status (*kg_wave_launch_fn)(const kg_wave_job *job, const kg_exec *exec);
+
 /* One generated variant. The table lists them most specialized first and a
 ** generic fallback last for each (op, backend, types) key; dispatch takes
 ** the first entry whose predicates all hold. */
@@ -90,6 +106,8 @@ typedef struct kg_variant {
   kg_gemm_fp4_launch_fn gemm_fp4_launch;
   kg_dualgemm_fp4_launch_fn dualgemm_fp4_launch;
   kg_amax_launch_fn amax_launch;
+  /* KG_OP_WAVE_*: type_ab = the 16-bit input type (mfma, rowsum) */
+  kg_wave_launch_fn wave_launch;
 } kg_variant;
 
 extern const kg_variant kg_variants[];

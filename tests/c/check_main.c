@@ -3,7 +3,7 @@
 **   make KG_CUDA=0 KG_HIP=0 build/check_kg && build/check_kg
 ** Exit status 0 only when every test passed. CK_RUN_SUITE / CK_RUN_CASE
 ** select a subset as usual with Check (suites: ValidationTest, DispatchTest,
-** GemmTest, ...); KG_TEST_TIMING=1 prints the time of each GemmTest case.
+** GemmTest, ..., MfmaTile16x16x16Test, Transpose4x4HalfTest, RowsumTest); KG_TEST_TIMING=1 prints the time of each GemmTest case.
 */
 #include <stdlib.h>
 
@@ -17,6 +17,9 @@ int main(void) {
   srunner_add_suite(sr, fp4_suite());
   srunner_add_suite(sr, gemm_fp4_suite());
   srunner_add_suite(sr, dualgemm_fp4_suite());
+  srunner_add_suite(sr, wave_mfma_suite());
+  srunner_add_suite(sr, wave_transpose_suite());
+  srunner_add_suite(sr, wave_rowsum_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

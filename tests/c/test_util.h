@@ -22,6 +22,9 @@ Suite *dualgemm_suite(void);
 Suite *fp4_suite(void);
 Suite *gemm_fp4_suite(void);
 Suite *dualgemm_fp4_suite(void);
+Suite *wave_mfma_suite(void);       /* check_wave.c: MfmaTile16x16x16Test */
+Suite *wave_transpose_suite(void);  /* Transpose4x4HalfTest */
+Suite *wave_rowsum_suite(void);     /* RowsumTest */
 
 /* ---- RNG: xorshift64*, fixed seeds ---------------------------------------- */
 typedef struct tu_rng { uint64_t s; } tu_rng;

@@ -105,6 +105,9 @@ function H.stub_templates()
   for _, fam in ipairs({ "gemm_fp4", "dualgemm_fp4", "amax" }) do
     for _, t in ipairs(require("families." .. fam).templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   end
+  -- the wave family's templates
+  H.sh("mkdir -p " .. shell_quote(dir .. "/wave"))
+  for _, t in ipairs(require("families.wave").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   return dir
 end
 
