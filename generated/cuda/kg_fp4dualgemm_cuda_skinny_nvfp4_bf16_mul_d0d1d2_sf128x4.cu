@@ -179,13 +179,18 @@ __global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul
     const int64_t col = n0 + j * 8 + (lane >> 2);
     colc[j] = col < p.n ? col : p.n - 1;
   }
-  const uint8_t *wcol[NB][J];
+  /* weight rows and their scale bytes at kb = 0: every scale layout is separable,
+  ** off(g, row, kb) = off(g, row, 0) + off(0, 0, kb) */
+  const uint8_t *wcol[NB][J], *sfcol[NB][J];
   int64_t g[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
     g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
 #pragma unroll
-    for (int j = 0; j < J; j++) wcol[i][j] = p.w[i] + z * p.w_bs[i] + colc[j] * p.ldw[i];
+    for (int j = 0; j < J; j++) {
+      wcol[i][j] = p.w[i] + z * p.w_bs[i] + colc[j] * p.ldw[i];
+      sfcol[i][j] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], colc[j], 0);
+    }
   }
   float acc[NB][J][ACC];
 #pragma unroll
@@ -209,6 +214,9 @@ __global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul
       const int64_t k0 = (c + u) * KC + koff;
       const bool live = c + u < c_end && k0 < p.k;
       const bool whole = live && k0 + 32 <= p.k;
+      const int64_t kb = k0 / 16;   /* blocks kb (words 0, 1) and kb + 1 (words 2, 3) */
+      const bool live1 = live && kb + 1 < p.kv;
+      const int64_t s0 = kg_sf_off_128x4(p.n, p.kv, 0, 0, kb), s1 = kg_sf_off_128x4(p.n, p.kv, 0, 0, kb + 1);
 #pragma unroll
       for (int i = 0; i < NB; i++)
 #pragma unroll
@@ -221,9 +229,8 @@ __global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul
               if (k0 + 2 * b < p.k) wb[b / 4] |= (uint32_t)wcol[i][j][k0 / 2 + b] << (8 * (b % 4));
             braw[u][i][j] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
           }
-          const int64_t kb = k0 / 16;   /* blocks kb (words 0, 1) and kb + 1 (words 2, 3) */
-          mul[u][i][j][0] = live ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_mult(p.sf[i][kg_sf_off_128x4(p.n, p.kv, g[i], colc[j], kb)]) : 0u;
-          mul[u][i][j][1] = live && kb + 1 < p.kv ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_mult(p.sf[i][kg_sf_off_128x4(p.n, p.kv, g[i], colc[j], kb + 1)]) : 0u;
+          mul[u][i][j][0] = live ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_mult(sfcol[i][j][s0]) : 0u;
+          mul[u][i][j][1] = live1 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_mult(sfcol[i][j][s1]) : 0u;
         }
     }
 #pragma unroll
