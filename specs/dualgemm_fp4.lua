@@ -69,6 +69,32 @@ dualgemm_fp4 {
   op = "swiglu",
 }
 
+-- CUDA, small M (m <= 16), preferred over the warp kernel: the skinny kernel
+-- (one A fragment feeds the MMAs of both weights), the warp kernel's W4A16 set.
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "skinny",
+  dtype = "bf16",
+  format = { "nvfp4", "mxfp4" },
+  sf_layout = { "linear", "128x4" },
+  op = "swiglu",
+}
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "skinny",
+  dtype = "bf16",
+  format = { "nvfp4", "mxfp4" },
+  op = "geglu",
+}
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "skinny",
+  dtype = "bf16",
+  format = "nvfp4",
+  op = "mul",
+  store_d0 = true, store_d1 = true,
+}
+
 -- GPUs, any M (mma kernel: one A fragment feeds the MMAs of both weights).
 dualgemm_fp4 {
   backend = { "cuda", "hip" },

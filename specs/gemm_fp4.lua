@@ -43,6 +43,16 @@ gemm_fp4 {
   sf_layout = "128x4", sf_layout_a = "8x4",
 }
 
+-- CUDA, small M (m <= 16), preferred over the warp kernel: the skinny kernel
+-- (weights dequantized in registers into mma.sync fragments), bf16 W4A16.
+gemm_fp4 {
+  backend = "cuda",
+  kernel = "skinny",
+  dtype = "bf16",
+  format = { "nvfp4", "mxfp4" },
+  sf_layout = { "linear", "128x4" },
+}
+
 -- GPUs, any M (mma kernel: weights dequantized to bf16 tiles, mma.sync /
 -- MFMA): the same W4A16 set; W4A4 with 128x4 scales on both operands.
 gemm_fp4 {

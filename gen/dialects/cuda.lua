@@ -290,6 +290,37 @@ return {
       "  return r;",
       "}",
     }, "\n"),
+    -- FP4 skinny kernel: first k of the lane's 32 inside a 128-wide K chunk
+    fp4_k_off = function(lane) return "((" .. lane .. " & 3) << 5)" end,
+    -- FP4 weights on the skinny kernel (templates/fp4/gemm_skinny.kgt): device
+    -- helpers that turn packed E2M1 codes into bf16x2 B fragments and pair A
+    -- elements the same way, and one m16n8k16 bf16 MMA on explicit registers
+    fp4 = table.concat({
+      "/* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of",
+      "** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept). */",
+      "static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {",
+      "  const uint32_t q = w << (12 - 4 * i);   /* nibbles to bits 12..15 and 28..31 */",
+      "  return (q & 0x80008000u) | ((q >> 6) & 0x01c001c0u);",
+      "}",
+      "/* bf16x2 product, round to nearest even; subnormal inputs and results are kept (no flush). */",
+      "static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {",
+      "  uint32_t r;",
+      '  asm("mul.rn.bf16x2 %0, %1, %2;\\n" : "=r"(r) : "r"(a), "r"(b));',
+      "  return r;",
+      "}",
+      "/* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */",
+      "static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {",
+      "  return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);",
+      "}",
+      "/* c += A(16 x 16) . B(16 x 8): mma.sync m16n8k16 bf16, fragments a0..a3, b0, b1 as the PTX ISA orders them. */",
+      "static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
+      "                                                   uint32_t b0, uint32_t b1) {",
+      '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "',
+      '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
+      '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
+      '               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));',
+      "}",
+    }, "\n"),
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
   -- casts, loop unrolling hint

@@ -53,6 +53,7 @@ end
 function F.prepare(v, d, env)
   G.common_prepare(v, d, env)
   env.NB, env.DUAL, env.BATCHED = 2, true, true
+  env.SKINNY = G.SKINNY.dual
   env.ARGS_T = "kg_dualgemm_fp4_args"
   env.PRODUCTS = {
     { b = "b0", sf = "sf_b0", gs = "global_scale_b0", c = "c0", d = "d0", alpha = "alpha0", beta = "beta0",

@@ -6,18 +6,30 @@
 -- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
 -- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
 -- warp per output column, 16-byte loads of 32 packed weights, dequantized in
--- registers, f32 FMA) and mma (CUDA, HIP: any M, tiles of A and W dequantized
--- to bf16/f16 in shared memory, the dialect's warp-level MMA: mma.sync
--- m16n8k16 / MFMA 16x16x16). families/dualgemm_fp4.lua renders the same
--- templates with two weights (PRODUCTS).
+-- registers, f32 FMA), skinny (CUDA, bf16 W4A16, m <= 16: packed weights
+-- dequantized in registers straight into mma.sync m16n8k16 fragments; preferred
+-- over warp where both apply) and mma (CUDA, HIP: any M, tiles of A and W
+-- dequantized to bf16/f16 in shared memory, the dialect's warp-level MMA:
+-- mma.sync m16n8k16 / MFMA 16x16x16). families/dualgemm_fp4.lua renders the
+-- same templates with two weights (PRODUCTS).
 local DG = require("families.dualgemm")
 
 local F = { name = "gemm_fp4" }
 
-local KERNELS = { c = { blocked = true }, cuda = { warp = true, mma = true }, hip = { warp = true, mma = true } }
+-- HIP has no skinny kernel (its MFMA fragments do not match the per-lane K
+-- permutation): the warp kernel serves small M there.
+local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, mma = true },
+                  hip = { warp = true, mma = true } }
+local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the warp kernel takes (its accumulators per lane).
+-- Largest m the warp and skinny kernels take (warp: accumulators per lane;
+-- skinny: one 16-row MMA block).
 F.MAX_M = 16
+-- skinny kernel (CUDA), per family: KSPLIT warps split K, CG column groups of
+-- J MMA tiles of 8 columns (tn = CG * J * 8 columns per block), STAGES
+-- 128-wide K chunks of weight loads in flight per warp. One A fragment feeds
+-- NB * J MMAs (GEMM J = 4; DualGemm NB = 2, J = 2).
+F.SKINNY = { gemm = { ksplit = 4, cg = 1, tn = 32, stages = 2 }, dual = { ksplit = 4, cg = 1, tn = 16, stages = 2 } }
 -- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).
@@ -28,7 +40,7 @@ local LAYOUTS = { "linear", "128x4", "8x4" }
 -- Axes shared with the FP4 DualGemm family (which inserts its own after these).
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
-  { name = "kernel", values = { "blocked", "warp", "mma" }, default = function(v) return DEFAULT_KERNEL[v.backend] end },
+  { name = "kernel", values = KERNEL_ORDER, default = function(v) return DEFAULT_KERNEL[v.backend] end },
   { name = "dtype", values = { "f16", "bf16" } },
   -- A's type: the activation dtype (W4A16) or fp4 (W4A4: A quantized in `format` too)
   { name = "a_dtype", values = { "f16", "bf16", "fp4" }, default = function(v) return v.dtype end },
@@ -40,11 +52,11 @@ F.axes = {
 }
 
 -- Template files the family renders (tests stub them).
-F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_mma.kgt" }
+F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_skinny.kgt", "fp4/gemm_mma.kgt" }
 
 local function allowed_kernels(backend)
   local out = {}
-  for _, k in ipairs({ "blocked", "warp", "mma" }) do if KERNELS[backend][k] then out[#out + 1] = k end end
+  for _, k in ipairs(KERNEL_ORDER) do if KERNELS[backend][k] then out[#out + 1] = k end end
   return table.concat(out, ", ")
 end
 
@@ -62,6 +74,12 @@ function F.legal(v)
   if v.a_dtype ~= "fp4" and v.sf_layout_a ~= "none" then
     return string.format("sf_layout_a is for FP4 A (a_dtype = fp4), here a_dtype = %s; allowed: sf_layout_a = none",
       v.a_dtype), "sf_layout_a"
+  end
+  if v.kernel == "skinny" and (v.dtype ~= "bf16" or v.a_dtype ~= "bf16") then
+    -- bf16 MMAs on bf16 A; e2m1 * scale is exact in bf16 for both formats
+    return string.format("the skinny kernel multiplies bf16 activations (W4A16) on bf16 MMAs; allowed: dtype = bf16, "
+      .. "a_dtype = bf16 (here dtype = %s, a_dtype = %s; the warp kernel takes the others)", v.dtype, v.a_dtype),
+      v.dtype ~= "bf16" and "dtype" or "a_dtype"
   end
   if v.kernel == "mma" and v.dtype == "f16" and v.format == "mxfp4" then
     -- e2m1 * 2^(e-127) is exact in bf16 (f32's exponent range), not in f16
@@ -86,8 +104,9 @@ end
 
 function F.template(v) return "fp4/gemm_" .. v.kernel .. ".kgt" end
 
--- Inside one key the small-M kernel comes first, the any-M kernel after it.
-function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300 })[v.kernel] end
+-- Inside one key the small-M kernels come first (skinny, then warp), the any-M
+-- kernel after them.
+function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300, skinny = 400 })[v.kernel] end
 
 function F.sort_key(v)
   return string.format("%s|%s|%s|%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.a_dtype, v.format,
@@ -108,7 +127,7 @@ function F.common_descriptor(v, d)
   return {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
-    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. (v.kernel == "warp" and tostring(F.MAX_M) or "0"),
+    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. ((v.kernel == "warp" or v.kernel == "skinny") and tostring(F.MAX_M) or "0"),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
@@ -146,6 +165,7 @@ end
 function F.prepare(v, d, env)
   F.common_prepare(v, d, env)
   env.NB, env.DUAL, env.BATCHED = 1, false, false
+  env.SKINNY = F.SKINNY.gemm
   env.ARGS_T = "kg_gemm_fp4_args"
   -- One entry per product: its weight, scales, global scale, C, D and scalars by
   -- their names in the args struct.

@@ -367,7 +367,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K); the workspace size is 0.
-** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the `mma`
+** GPU backends (CUDA, HIP): the `warp` kernels and the CUDA `skinny` kernels
+** (bf16 W4A16; weights dequantized in registers into mma.sync) take m <= 16, the `mma`
 ** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
 ** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
 ** any m; a variant that does not take m is

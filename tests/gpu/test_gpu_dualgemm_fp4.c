@@ -1,6 +1,6 @@
 /*
 ** test_gpu_dualgemm_fp4.c -- every compiled CUDA block-scaled FP4 DualGemm variant
-** (kg_fp4dualgemm_cuda_*: warp kernels for m <= 16, mma kernels for any m; W4A16 and W4A4) and
+** (kg_fp4dualgemm_cuda_*: warp and skinny kernels for m <= 16, mma kernels for any m; W4A16 and W4A4) and
 ** every CUDA amax variant (kg_amax_cuda_*) against references computed here on the CPU (never
 ** against other generated code, the C backend or the runtime's FP4 helpers).
 **
@@ -26,7 +26,7 @@
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
 ** with padded lds, batch gaps and guards before and after, and every byte is checked.
-** Statuses: warp variants refuse m = 17 (KG_ERROR_NOT_SUPPORTED, kg_explain names the limit),
+** Statuses: warp and skinny variants refuse m = 17 (KG_ERROR_NOT_SUPPORTED, kg_explain names the limit),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 **
@@ -38,7 +38,7 @@
 ** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_dualgemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 ** Checking the test itself without a GPU: -DKG_FP4DUAL_TEST_HOST runs the C-backend variants
-** (kg_fp4dualgemm_c_*, kg_amax_c_*) in host memory (the warp limits then do not apply):
+** (kg_fp4dualgemm_c_*, kg_amax_c_*) in host memory (the small-M limits then do not apply):
 **   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4DUAL_TEST_HOST -Iruntime/include \
 **     tests/gpu/test_gpu_dualgemm_fp4.c build/c/libkg.a -lm -lpthread -o build/test_dualgemm_fp4_host
 */
@@ -178,7 +178,7 @@ static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 /* ---- variants ---------------------------------------------------------------------------------- */
 typedef struct dvar {
   const char *name;
-  int warp, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
+  int small, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
 } dvar;
 
 static int parse_layout(const char *s, int *l) {
@@ -197,7 +197,7 @@ static int parse_dvar(const char *name, dvar *v) {
   snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
   if (nt != 6 && nt != 8) return 0;
-  v->warp = !strcmp(tok[0], "warp");
+  v->small = !strcmp(tok[0], "warp") || !strcmp(tok[0], "skinny");   /* m <= 16 kernels */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -470,7 +470,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
   return ok;
 }
 
-/* Statuses: m = 17 on warp kernels, misaligned ldb0, split-K, odd k; D2 untouched. */
+/* Statuses: m = 17 on warp and skinny kernels, misaligned ldb0, split-K, odd k; D2 untouched. */
 static int run_dual_statuses(const dvar *v) {
   const int64_t n = 8, k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
   const size_t sfn = sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? sf_bytes(v->layout_a, 17, kv, 1) : 0;
@@ -491,7 +491,7 @@ static int run_dual_statuses(const dvar *v) {
   int ok = 1;
   char buf[8192];
   kg_status st;
-  if (v->warp && BACKEND != KG_BACKEND_C) {
+  if (v->small && BACKEND != KG_BACKEND_C) {
     st = kg_dualgemm_fp4(&a, &e);
     if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
     kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
@@ -591,7 +591,7 @@ int main(int argc, char **argv) {
       double worst = 0.0;
       int fails = 0;
       for (int c = 0; c < NCASES; c++) {
-        if (v.warp && CASES[c].m > 16) continue;
+        if (v.small && CASES[c].m > 16) continue;
         if (run_dual(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
       }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }

@@ -1,11 +1,11 @@
 /*
 ** test_gpu_gemm_fp4.c -- every compiled CUDA FP4 GEMM variant (kg_fp4gemm_cuda_*: the small-M warp
-** kernels and the any-M mma kernels, W4A16 and W4A4) against a reference computed here on the CPU,
+** and skinny kernels and the any-M mma kernels, W4A16 and W4A4) against a reference computed here on the CPU,
 ** on the dequantized operands (never against other generated code or the runtime's FP4 helpers).
 **
 ** Built by `make test-gpu` (plain C, libkg + cudart; no Lua, no libcheck). Each variant is forced
 ** by name (kg_exec.variant); kernel, format, dtype and scale layouts come from the name
-** kg_fp4gemm_cuda_<warp|mma>_<nvfp4|mxfp4>_<f16|bf16>_sf<linear|128x4|8x4>[_afp4_sfa<layout>].
+** kg_fp4gemm_cuda_<warp|skinny|mma>_<nvfp4|mxfp4>_<f16|bf16>_sf<linear|128x4|8x4>[_afp4_sfa<layout>].
 ** W4A4 (afp4): A is random FP4 bytes with its own scales (layout sfa) and NVFP4 global scale,
 ** decoded here like the weights.
 **
@@ -16,15 +16,15 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 5, 16} (every kernel) and {17, 64, 100, 130, 257} (mma kernels),
-** n in {1, 7, 65, 129, 300}, k in {2, 30, 64, 200, 544, 4096} (ragged
-** chunks of 32, kv not a multiple of 4), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
+** Cases: m in {1, 2, 3, 5, 16} (every kernel) and {17, 64, 100, 130, 257} (mma kernels),
+** n in {1, 7, 33, 65, 129, 300}, k in {2, 30, 64, 200, 544, 4096} (ragged
+** chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
 ** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
 ** must be untouched. Statuses: m = 17 on a warp kernel -> KG_ERROR_NOT_SUPPORTED (with a
 ** kg_explain line saying the limit), a misaligned lda -> KG_ERROR_MISALIGNED_OPERAND, odd k ->
-** KG_ERROR_INVALID_PROBLEM, and nothing written. Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
+** KG_ERROR_INVALID_PROBLEM (m = 17 the same on skinny kernels), and nothing written. Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 **
 ** Checking the test itself without a GPU: -DKG_FP4GEMM_TEST_HOST runs the C-backend variants
@@ -146,7 +146,7 @@ static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
 static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
-typedef struct gvar { const char *name; int warp, format, bf, layout, a_fp4, layout_a; } gvar;
+typedef struct gvar { const char *name; int small, format, bf, layout, a_fp4, layout_a; } gvar;
 
 static int layout_of(const char *lay) {
   return !strcmp(lay, "linear") ? KG_SF_LINEAR : !strcmp(lay, "128x4") ? KG_SF_SWIZZLED_128X4
@@ -161,7 +161,7 @@ static int parse(const char *name, gvar *v) {
   for (char *p = strtok(buf, "_"); p && nt < 8; p = strtok(NULL, "_")) tok[nt++] = p;
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
-  v->warp = !strcmp(tok[0], "warp");
+  v->small = !strcmp(tok[0], "warp") || !strcmp(tok[0], "skinny");   /* m <= 16 kernels */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->layout = layout_of(tok[3] + 2);
@@ -321,7 +321,7 @@ static int run_statuses(const gvar *v) {
   int ok = 1;
   char buf[4096];
   kg_status st;
-  if (v->warp && BACKEND != KG_BACKEND_C) {   /* the mma kernels take any m (and would write D) */
+  if (v->small && BACKEND != KG_BACKEND_C) {   /* the mma kernels take any m (and would write D) */
     st = kg_gemm_fp4(&a, &e);
     if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
     kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
@@ -366,6 +366,7 @@ int main(int argc, char **argv) {
   static const gcase CASES[] = {
     { 1, 1, 2, 0, 0, 1 }, { 2, 7, 30, 1, 0, 1 }, { 5, 129, 64, 1, 1, 0 }, { 16, 300, 200, 1, 0, 1 },
     { 16, 7, 544, 0, 0, 1 }, { 1, 129, 4096, 1, 0, 1 }, { 16, 300, 4096, 0, 0, 0 }, { 3, 1, 96, 1, 1, 1 },
+    { 5, 33, 544, 1, 1, 1 },
     /* mma kernels only (m > 16: not multiples of the 64 x 64 tile) */
     { 17, 7, 30, 1, 0, 1 }, { 100, 129, 200, 1, 1, 1 }, { 130, 300, 544, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1 },
     { 257, 65, 64, 0, 0, 1 },
@@ -380,7 +381,7 @@ int main(int argc, char **argv) {
     double worst = 0.0;
     int fails = 0;
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
-      if (v.warp && CASES[c].m > 16) continue;
+      if (v.small && CASES[c].m > 16) continue;
       if (run_case(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
     }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }

@@ -54,9 +54,9 @@ describe("dualgemm_fp4 family", function()
   it("describes both-weight variants: op, stores, batched mode, small-M limit of the warp kernel", function()
     local variants = expand_in("dualgemm_fp4",
       { backend = { "c", "cuda" }, kernel = nil, dtype = "bf16", format = "nvfp4", op = "geglu", store_d0 = true },
-      { backend = "cuda", kernel = "mma", dtype = "bf16", format = "nvfp4" })
+      { backend = "cuda", kernel = { "mma", "skinny" }, dtype = "bf16", format = "nvfp4" })
     local d = { c = require("dialects.c"), cuda = require("dialects.cuda") }
-    assert.are.equal(3, #variants)
+    assert.are.equal(4, #variants)
     for _, v in ipairs(variants) do
       local text = table.concat(dualgemm_fp4.descriptor(v, d[v.backend]), "\n")
       assert.is_truthy(text:find(".op = KG_OP_DUALGEMM_FP4", 1, true), text)
@@ -65,7 +65,7 @@ describe("dualgemm_fp4 family", function()
       if v.op == "geglu" then
         assert.is_truthy(text:find(".dual_op = KG_DUAL_GEGLU", 1, true) and text:find(".store_d0 = 1, .store_d1 = 0", 1, true))
       end
-      local max_m = v.kernel == "warp" and "16" or "0"
+      local max_m = (v.kernel == "warp" or v.kernel == "skinny") and "16" or "0"
       assert.is_truthy(text:find(".max_m = " .. max_m, 1, true), text)
     end
   end)
@@ -76,6 +76,9 @@ describe("dualgemm_fp4 family", function()
     for _, name in ipairs({ "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4",
+                            "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4",
+                            "kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear",
+                            "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4",
                             "kg_fp4dualgemm_hip_warp_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_hip_mma_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4",
@@ -86,11 +89,15 @@ describe("dualgemm_fp4 family", function()
 end)
 
 describe("FP4 dispatch order", function()
-  it("puts the small-M warp kernel before the any-M mma kernel of the same key in kg_table.c", function()
+  it("puts the small-M kernels (skinny, then warp) before the any-M mma kernel of the same key in kg_table.c", function()
     local text = H.read(H.root .. "/generated/kg_table.c")
     assert.is_truthy(text)
     for _, pair in ipairs({
       { "kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4\"" },
+      { "kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4\"" },
+      { "kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear\"", "kg_fp4gemm_cuda_warp_mxfp4_bf16_sflinear\"" },
+      { "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4\"" },
+      { "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4\"", "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_mul_d0d1d2_sf128x4\"" },
       { "kg_fp4gemm_hip_warp_mxfp4_bf16_sflinear\"", "kg_fp4gemm_hip_mma_mxfp4_bf16_sflinear\"" },
       { "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4\"" },
       { "kg_fp4dualgemm_hip_warp_mxfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_hip_mma_mxfp4_bf16_swiglu_d2_sf128x4\"" },

@@ -125,7 +125,33 @@ describe("gemm_fp4 family", function()
     assert.is_truthy(errors[1]:find("allowed: warp, mma", 1, true), errors[1])
   end)
 
-  it("ships C variants for every dtype x format x layout (W4A16, W4A4) and GPU warp / mma kernels", function()
+  it("skinny: CUDA only, bf16 W4A16, small M; errors name the allowed values", function()
+    local variants, errors = expand_fields(
+      { backend = "cuda", kernel = "skinny", dtype = "bf16", format = { "nvfp4", "mxfp4" }, sf_layout = "linear" })
+    assert.are.same({}, errors)
+    local got = { variants[1].name, variants[2].name }
+    table.sort(got)
+    assert.are.same({ "kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear", "kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear" }, got)
+    local text = table.concat(gemm_fp4.descriptor(variants[1], require("dialects.cuda")), "\n")
+    assert.is_truthy(text:find('.kernel = "skinny"', 1, true) and text:find(".max_m = 16", 1, true), text)
+    assert.is_true(gemm_fp4.rank(variants[1]) > gemm_fp4.rank({ kernel = "warp" }))
+    variants, errors = expand_fields({ backend = "hip", kernel = "skinny", dtype = "bf16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("kernel 'skinny' does not exist on backend 'hip'; allowed: warp, mma", 1, true),
+      errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "skinny", dtype = "f16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: dtype = bf16, a_dtype = bf16", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "skinny", dtype = "bf16", a_dtype = "fp4",
+                                       format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: dtype = bf16, a_dtype = bf16", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "blocked", dtype = "bf16", format = "nvfp4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: warp, skinny, mma", 1, true), errors[1])
+  end)
+
+  it("ships C variants for every dtype x format x layout (W4A16, W4A4) and GPU warp / skinny / mma kernels", function()
     local out, rc = H.kgen("list")
     assert.are.equal(0, rc, out)
     local n = { c = 0, cuda = 0, hip = 0 }
@@ -133,7 +159,9 @@ describe("gemm_fp4 family", function()
       local b = l:match("^kg_fp4gemm_(%l+)_")
       if b then n[b] = n[b] + 1 end
     end
-    assert.are.same({ c = 26, cuda = 12, hip = 12 }, n)
+    assert.are.same({ c = 26, cuda = 16, hip = 12 }, n)
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\n", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_mma_mxfp4_bf16_sflinear", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_afp4_sfa8x4", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4", 1, true))
