@@ -28,7 +28,7 @@ C_SRC    := $(wildcard generated/c/*.c)
 CUDA_SRC := $(wildcard generated/cuda/*.cu)
 HIP_SRC  := $(wildcard generated/hip/*.hip)
 
-OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
+OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_attn.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
 DEFS :=
 LDLIBS := -lm -lpthread
 ifeq ($(KG_CUDA),1)
@@ -65,6 +65,9 @@ $(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h ru
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_attn.o: runtime/src/kg_attn.c runtime/include/kg.h runtime/src/kg_internal.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h

@@ -21,6 +21,12 @@ Suite *gemm_suite(void);
 Suite *dualgemm_suite(void);
 Suite *fp4_suite(void);
 Suite *gemm_fp4_suite(void);
+Suite *math_suite(void);
+Suite *pos_enc_suite(void);
+Suite *page_suite(void);
+Suite *single_decode_suite(void);
+Suite *batch_decode_suite(void);
+Suite *cascade_suite(void);
 
 /* ---- RNG: xorshift64*, fixed seeds ---------------------------------------- */
 typedef struct tu_rng { uint64_t s; } tu_rng;

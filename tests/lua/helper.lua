@@ -103,6 +103,9 @@ function H.stub_templates()
   H.sh("mkdir -p " .. shell_quote(dir .. "/fp4"))
   for _, t in ipairs(require("families.fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   for _, t in ipairs(require("families.gemm_fp4").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
+  -- the attention family's templates
+  H.sh("mkdir -p " .. shell_quote(dir .. "/attn"))
+  for _, t in ipairs(require("families.attention").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   return dir
 end
 
