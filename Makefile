@@ -42,7 +42,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/bench_gemm build/bench_dualgemm
+.PHONY: all gen deps lib demo test test-gpu bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_decode
 all: lib
 
 deps:
@@ -112,6 +112,10 @@ build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) $(B)/libk
 build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+# The decode-attention GPU test shares its double reference with the Check suites.
+build/test_gpu_attn: tests/gpu/test_gpu_attn.c tests/c/attn_ref.h $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -123,17 +127,20 @@ $(B)/bench/peer_kernels.o: bench/peer_kernels.cu
 build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
+build/bench_decode: bench/bench_decode.c $(wildcard bench/*.h) tests/c/attn_ref.h $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
 # ---- tests ----------------------------------------------------------------
 test:
 	@./tests/run_all.sh
 
 test-gpu:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_attn
 	@./tests/gpu/run.sh
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm
-	build/bench_gemm && build/bench_dualgemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_decode
+	build/bench_gemm && build/bench_dualgemm && build/bench_decode
 
 clean:
 	rm -rf build

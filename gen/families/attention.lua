@@ -104,11 +104,14 @@ function F.sort_key(v)
 end
 
 -- Decode geometry (GPU): 16-byte vectors of 8 elements, CH vectors per row;
--- NT threads = ROWS rows of CH lanes; a block covers up to GMAX = ROWS q heads
--- of one kv head; T tokens per pipeline stage (each thread copies 2 vectors of
--- K and 2 of V per stage); STAGES stages in flight (HIP: its 64 KB LDS, and
+-- NT threads = ROWS rows of CH lanes; a row serves a set of up to HPT q heads
+-- (their q and states in registers, so one K/V vector feeds HPT heads), a
+-- block up to GMAX = ROWS * HPT heads of one kv head; a row takes UB tokens
+-- per step; T tokens per pipeline stage (each thread copies 2 vectors of K
+-- and 2 of V per stage); STAGES stages in flight (HIP: its 64 KB LDS, and
 -- copies that are not asynchronous anyway). BLOCKS_PER_SM is what the split
 -- planner assumes resident (kg_attn.c), matched by the launch bounds.
+local HPT = 4
 function F.decode_geometry(v)
   local D = v.head_dim
   if v.backend == "c" then
@@ -118,7 +121,8 @@ function F.decode_geometry(v)
   local NT = D == 256 and 256 or 128
   local T = math.floor(NT * 2 / CH)
   local stages = v.backend == "hip" and 2 or 4
-  return { D = D, CH = CH, NT = NT, ROWS = math.floor(NT / CH), GMAX = math.floor(NT / CH), T = T, STAGES = stages,
+  local rows = math.floor(NT / CH)
+  return { D = D, CH = CH, NT = NT, ROWS = rows, HPT = HPT, UB = 2, GMAX = rows * HPT, T = T, STAGES = stages,
            BLOCKS_PER_SM = D == 256 and 2 or 4 }
 end
 

@@ -28,13 +28,12 @@
   }
   return copysignf(r, x);
 }
+/* width is a constant where the kernels call these (the loops unroll after inlining) */
 [[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_sum(float v, int width) {
-#pragma unroll
   for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor(v, m, 64);
   return v;
 }
 [[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_max(float v, int width) {
-#pragma unroll
   for (int m = width >> 1; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor(v, m, 64));
   return v;
 }

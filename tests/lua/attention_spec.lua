@@ -128,13 +128,13 @@ describe("attention family", function()
     local by = {}
     for _, v in ipairs(variants) do by[v.name] = descriptor_fields(v) end
     local d = by["kg_attn_cuda_decode_bf16_hnd_d128"]
-    assert.are.same({ "KG_OP_DECODE_BATCH", "KG_BACKEND_CUDA", "KG_BF16", "KG_KV_HND", "128", "8", "8", "16", "4", "4" },
+    assert.are.same({ "KG_OP_DECODE_BATCH", "KG_BACKEND_CUDA", "KG_BF16", "KG_KV_HND", "128", "8", "32", "16", "4", "4" },
       { d.op, d.backend, d.type_ab, d.kv_layout, d.head_dim, d.align, d.tile_m, d.tile_n, d.stages, d.blocks_per_sm })
     assert.are.equal("kg_attn_cuda_decode_bf16_hnd_d128", d.decode_launch)
     d = by["kg_attn_cuda_decode_bf16_hnd_d256"]
-    assert.are.same({ "8", "16", "2" }, { d.tile_m, d.tile_n, d.blocks_per_sm })
+    assert.are.same({ "32", "16", "2" }, { d.tile_m, d.tile_n, d.blocks_per_sm })
     d = by["kg_attn_hip_decode_f16_nhd_d64"]
-    assert.are.same({ "16", "32", "2", '"gfx90a"' }, { d.tile_m, d.tile_n, d.stages, d.arch })
+    assert.are.same({ "64", "32", "2", '"gfx90a"' }, { d.tile_m, d.tile_n, d.stages, d.arch })
     d = by["kg_attn_c_decode_f32_nhd_d64"]
     assert.are.same({ "1", "16", "1" }, { d.align, d.tile_m, d.blocks_per_sm })
     d = by["kg_attn_c_append_f16_hnd"]
@@ -155,8 +155,10 @@ describe("attention family", function()
         assert.are.equal(D / 8, g.CH)
         assert.are.equal(g.NT, g.ROWS * g.CH)
         assert.are.equal(2 * g.NT, g.T * g.CH)            -- two vectors of K (and of V) per thread per stage
-        assert.is_true(g.GMAX >= 8)                        -- Llama-style groups (4, 8) fit one block
-        local lds = g.STAGES * 2 * g.T * D * 2 + g.T * D * 4 + 512
+        assert.are.equal(g.ROWS * g.HPT, g.GMAX)
+        assert.is_true(g.GMAX >= 32)                       -- Llama-style groups (4, 8) and MQA 32 fit one block
+        local pipe = math.max(g.STAGES * 2 * g.T * D * 2, g.NT * g.HPT * 10 * 4)
+        local lds = pipe + g.T * D * 4 + 512
         assert.is_true(lds <= require("dialects." .. backend).smem_per_sm, backend .. " d" .. D .. ": " .. lds)
       end
     end
