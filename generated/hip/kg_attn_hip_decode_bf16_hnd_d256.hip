@@ -17,8 +17,8 @@
 **   2^(s - m) accumulate. RoPE on k rotates each tile once into an f32 copy.
 ** - At the end the rows of a set merge their states through shared memory;
 **   one chunk: o / d and lse = m + log2 d go out, several: the normalized
-**   states go to the workspace and a second kernel merges them per (request,
-**   head) like kg_merge_states. */
+**   states go to the workspace and a second kernel merges them like
+**   kg_merge_states, one thread per (request, head, feature). */
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_bfloat16.h>
@@ -107,46 +107,6 @@ static __device__ __forceinline__ void kg_attn_unpack8(const uint4 &raw, float (
 }
 
 typedef hip_bfloat16 kg_elem;
-/* Merge cnt states into out[0 .. dim) and *s_out (when not NULL). State i is
-** row v + i*v_st with lse s[i*s_st], except that with v2 != NULL state 1 is
-** (v2, *s2) (pairs). M = max lse; w_i = 2^(s_i - M); out = sum w_i v_i / sum w_i;
-** lse = M + log2(sum w_i); no state above -inf: out = 0, lse = -inf. A NaN lse
-** makes the row NaN. Features go 8 at a time so the weights are recomputed
-** dim/8 times rather than kept. */
-[[maybe_unused]] static __device__ __forceinline__ void kg_attn_merge_part(const float *v, int64_t v_st, const float *s, int64_t s_st, int64_t cnt,
-                   const float *v2, const float *s2, kg_elem *out, float *s_out, int64_t dim) {
-  float mx = -INFINITY;
-  int nan = 0;
-  for (int64_t i = 0; i < cnt; i++) {
-    const float si = (v2 && i == 1) ? *s2 : s[i * s_st];
-    if (si > mx) mx = si;
-    if (si != si) nan = 1;
-  }
-  if (mx == -INFINITY && !nan) {
-    for (int64_t f = 0; f < dim; f++) out[f] = hip_bfloat16(0.0f);
-    if (s_out) *s_out = -INFINITY;
-    return;
-  }
-  float wsum = 0.0f;
-  for (int64_t i = 0; i < cnt; i++) {
-    const float si = (v2 && i == 1) ? *s2 : s[i * s_st];
-    wsum += kg_math_exp2(si - mx);
-  }
-  const float inv = 1.0f / wsum;
-  for (int64_t f0 = 0; f0 < dim; f0 += 8) {
-    float acc[8] = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
-    const int nf = dim - f0 < 8 ? (int)(dim - f0) : 8;
-    for (int64_t i = 0; i < cnt; i++) {
-      const float si = (v2 && i == 1) ? *s2 : s[i * s_st];
-      const float *vi = (v2 && i == 1) ? v2 : v + i * v_st;
-      const float w = kg_math_exp2(si - mx);
-      for (int e = 0; e < nf; e++) acc[e] += w * vi[f0 + e];
-    }
-    for (int e = 0; e < nf; e++) out[f0 + e] = hip_bfloat16(acc[e] * inv);
-  }
-  if (s_out) *s_out = mx + kg_math_log2(wsum);
-}
-
 
 enum { D = 256, CH = 32, NT = 256, ROWS = 8, HPT = 4, GMAX = 32, T = 16,
        UB = 2, J = 2, S = 2 };
@@ -270,12 +230,21 @@ __global__ void __launch_bounds__(256) kg_attn_hip_decode_bf16_hnd_d256_kernel(c
     const kg_elem *kt = ks + sidx * T * D, *vt = vs + sidx * T * D;
     const int64_t t0 = start + it * T;
     const int tl = (int)(end - t0 < T ? end - t0 : T);
-    if (rd > 0) {   /* rotate the tile's keys once, in f32 */
-      for (int x = tid; x < tl * D; x += NT) {
-        const int u = x / D, f = x % D;
-        const float kx = static_cast<float>(kt[x]);
-        kr[x] = f < rd ? kg_attn_rope(fr, rd, inter, f, kx, static_cast<float>(kt[u * D + kg_attn_rope_partner(rd, inter, f)]), t0 + u)
-                       : kx;
+    if (rd > 0) {   /* rotate the tile's keys once, in f32: one angle per (token, pair), then the rest */
+      const int half = rd / 2, np = tl * half;
+      for (int x = tid; x < np; x += NT) {
+        const int u = x / half, j = x % half;
+        const int lo = inter ? 2 * j : j, hi = inter ? 2 * j + 1 : j + half;
+        const float a = static_cast<float>(kt[u * D + lo]), b2 = static_cast<float>(kt[u * D + hi]);
+        const float ang = (float)(t0 + u) * fr[j];
+        float sn, cs;
+        sincosf(ang, &sn, &cs);
+        kr[u * D + lo] = a * cs - b2 * sn;
+        kr[u * D + hi] = b2 * cs + a * sn;
+      }
+      for (int x = tid; x < tl * (D - rd); x += NT) {
+        const int u = x / (D - rd), f = rd + x % (D - rd);
+        kr[u * D + f] = static_cast<float>(kt[u * D + f]);
       }
       __syncthreads();
     }
@@ -397,14 +366,39 @@ __global__ void __launch_bounds__(256) kg_attn_hip_decode_bf16_hnd_d256_kernel(c
   }
 }
 
-/* Split-KV merge: one thread per (request, q head) over its chunks' states. */
-__global__ void __launch_bounds__(128) kg_attn_hip_decode_bf16_hnd_d256_merge(const kg_decode_job p) {
-  const int64_t Hq = p.num_qo_heads, NC = p.num_chunks, n = p.kv.batch * Hq;
+/* Split-KV merge (kg_merge_states' rule): one thread per (request, q head,
+** feature); the threads of a head read its chunks' lse together (broadcast)
+** and their values coalesced. */
+__global__ void __launch_bounds__(256) kg_attn_hip_decode_bf16_hnd_d256_merge(const kg_decode_job p) {
+  const int64_t Hq = p.num_qo_heads, NC = p.num_chunks, n = p.kv.batch * Hq * D;
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-    const int64_t b = i / Hq, h = i % Hq;
-    kg_attn_merge_part(p.part_o + (b * NC * Hq + h) * D, Hq * D, p.part_lse + b * NC * Hq + h, Hq, NC, 0, 0,
-                       (kg_elem *)p.o + b * p.o_sn + h * p.o_sh, p.lse ? p.lse + b * Hq + h : 0, D);
+    const int64_t f = i % D, bh = i / D, h = bh % Hq, b = bh / Hq;
+    const float *ls = p.part_lse + b * NC * Hq + h;
+    const float *vs = p.part_o + (b * NC * Hq + h) * D + f;
+    float mx = -INFINITY;
+    int nan = 0;
+    for (int64_t c = 0; c < NC; c++) {
+      const float s = ls[c * Hq];
+      if (s > mx) mx = s;
+      if (s != s) nan = 1;
+    }
+    kg_elem *out = (kg_elem *)p.o + b * p.o_sn + h * p.o_sh + f;
+    if (mx == -INFINITY && !nan) {
+      *out = hip_bfloat16(0.0f);
+      if (p.lse && f == 0) p.lse[b * Hq + h] = -INFINITY;
+      continue;
+    }
+    float wsum = 0.0f, acc = 0.0f;
+    for (int64_t c = 0; c < NC; c++) {
+      const float s = ls[c * Hq];
+      if (s == -INFINITY) continue;   /* an empty chunk */
+      const float w = kg_math_exp2(s - mx);
+      wsum += w;
+      acc += w * vs[c * Hq * D];
+    }
+    *out = hip_bfloat16(acc * (1.0f / wsum));
+    if (p.lse && f == 0) p.lse[b * Hq + h] = mx + kg_math_log2(wsum);
   }
 }
 
@@ -420,9 +414,9 @@ extern "C" kg_status kg_attn_hip_decode_bf16_hnd_d256(const kg_decode_job *job, 
     hipLaunchKernelGGL(kg_attn_hip_decode_bf16_hnd_d256_kernel, grid, block, smem, stream, *job);
   }
   if (job->num_chunks > 1) {
-    int64_t mb = (job->kv.batch * job->num_qo_heads + 127) / 128;
-    if (mb > 65536) mb = 65536;
-    dim3 grid((unsigned)mb), block(128);
+    int64_t mb = (job->kv.batch * job->num_qo_heads * D + 255) / 256;
+    if (mb > 1048576) mb = 1048576;   /* the loop strides over the rest */
+    dim3 grid((unsigned)mb), block(256);
     hipLaunchKernelGGL(kg_attn_hip_decode_bf16_hnd_d256_merge, grid, block, 0, stream, *job);
   }
   e = hipGetLastError();
