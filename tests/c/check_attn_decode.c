@@ -395,6 +395,107 @@ START_TEST(test_planner) {
 }
 END_TEST
 
+/* Statuses and kg_explain of the decode entry points (C backend). */
+START_TEST(test_decode_validation) {
+  int64_t lens[2] = { 20, 5 };
+  ar_cache kc;
+  ar_cache_build(&kc, KG_KV_HND, KG_BF16, 2, 8, 128, 2, lens, 1, 0, 3);
+  static uint16_t q[2 * 4 * 128], o[2 * 4 * 128];
+  kg_decode_args a;
+  memset(&a, 0, sizeof a);
+  a.num_qo_heads = 4;
+  a.q = q; a.q_stride_n = 512; a.q_stride_h = 128;
+  a.o = o; a.o_stride_n = 512; a.o_stride_h = 128;
+  a.kv = ar_cache_desc(&kc, kc.k, kc.v, kc.indices, kc.indptr, kc.last);
+  kg_exec ex = tu_exec_c();
+  char why[8192];
+  const char *name = NULL;
+  ck_assert_int_eq(kg_decode_select(&a, &ex, &name), KG_SUCCESS);
+  ck_assert_str_eq(name, "kg_attn_c_decode_bf16_hnd_d128");
+  ck_assert_int_eq(kg_explain(KG_OP_DECODE_BATCH, &a, &ex, why, sizeof why), KG_SUCCESS);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_bf16_hnd_d128: chosen") != NULL, "%s", why);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_bf16_hnd_d64: rejected: head_dim 64, wanted 128") != NULL, "%s", why);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_f32_nhd_d128: not considered: kg_attn_c_decode_bf16_hnd_d128 chosen first")
+                != NULL, "%s", why);
+  ck_assert_msg(strstr(why, "kg_attn_cuda_") == NULL || strstr(why, "rejected: backend cuda, wanted c") != NULL, "%s", why);
+  ck_assert_int_eq(kg_decode_batch(&a, &ex), KG_SUCCESS);
+  /* no variant for head_dim 96: not supported, and explain says why */
+  kg_decode_args b = a;
+  b.kv.head_dim = 96;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_NOT_SUPPORTED);
+  ck_assert_int_eq(kg_explain(KG_OP_DECODE_BATCH, &b, &ex, why, sizeof why), KG_ERROR_NOT_SUPPORTED);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_bf16_hnd_d128: rejected: head_dim 128, wanted 96") != NULL, "%s", why);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_bf16_nhd_d128: rejected: kv layout nhd, wanted hnd") != NULL, "%s", why);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_f16_hnd_d128: rejected: dtype f16, wanted bf16") != NULL, "%s", why);
+  /* a forced variant of another layout */
+  ex.variant = "kg_attn_c_decode_bf16_nhd_d128";
+  ck_assert_int_eq(kg_decode_batch(&a, &ex), KG_ERROR_NOT_SUPPORTED);
+  ex.variant = "kg_attn_c_decode_bf16_hnd_d128";
+  ck_assert_int_eq(kg_decode_batch(&a, &ex), KG_SUCCESS);
+  ex.variant = NULL;
+  /* argument and problem errors */
+  b = a; b.num_qo_heads = 5;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  b = a; b.q = NULL;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.o = q + 64;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);   /* o overlaps q */
+  b = a; b.o_stride_h = 64;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);   /* rows of o overlap */
+  b = a; b.params.logits_soft_cap = -1.0f;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.params.sliding_window = -2;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.params.sm_scale = INFINITY;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.params.rope.mode = KG_ROPE_DEFAULT; b.params.rope.rotary_dim = 130;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.params.kv_chunk_size = 8;   /* forced chunks need max_kv_len */
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.kv.layout = (kg_kv_layout)3;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  int32_t bad_last[2] = { 9, 5 };   /* above the page size 8 */
+  b = a; b.kv.last_page_len = bad_last;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  int32_t bad_ptr[3] = { 0, 3, 2 };
+  b = a; b.kv.indptr = bad_ptr;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  int32_t qp[2] = { 3, -1 };
+  b = a; b.q_rope_pos = qp;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  kg_exec cu = ex;
+  cu.backend = KG_BACKEND_CUDA;
+  if (!kg_backend_available(KG_BACKEND_CUDA)) ck_assert_int_eq(kg_decode_batch(&a, &cu), KG_ERROR_BACKEND_UNAVAILABLE);
+  ck_assert_int_eq(kg_decode_batch(NULL, &ex), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq(kg_decode_batch(&a, NULL), KG_ERROR_INVALID_ARGUMENT);
+  size_t bytes = 7;
+  ck_assert_int_eq(kg_decode_workspace_size(&a, &ex, NULL), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq(kg_decode_workspace_size(&a, &ex, &bytes), KG_SUCCESS);
+  ck_assert_uint_eq(bytes, 0);
+  /* single decode */
+  kg_decode_single_args s;
+  memset(&s, 0, sizeof s);
+  s.dtype = KG_BF16; s.layout = KG_KV_NHD; s.num_qo_heads = 4; s.num_kv_heads = 2; s.head_dim = 128; s.kv_len = 10;
+  s.q = q; s.k = kc.k; s.v = kc.v; s.o = o; s.q_rope_pos = -1;
+  ck_assert_int_eq(kg_decode_single(&s, &ex), KG_SUCCESS);
+  ck_assert_int_eq(kg_explain(KG_OP_DECODE_SINGLE, &s, &ex, why, sizeof why), KG_SUCCESS);
+  ck_assert_msg(strstr(why, "kg_attn_c_decode_bf16_nhd_d128: chosen") != NULL, "%s", why);
+  kg_decode_single_args t = s;
+  t.kv_len = 0;
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_INVALID_ARGUMENT);
+  t = s; t.q_rope_pos = -5;
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_INVALID_ARGUMENT);
+  t = s; t.o = kc.k;
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_INVALID_PROBLEM);
+  t = s; t.params.kv_chunk_size = 3;
+  kg_decode_plan_info p;
+  ck_assert_int_eq(kg_decode_single_plan(&t, &ex, &p), KG_SUCCESS);
+  ck_assert_int_eq(p.num_chunks, 4);
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_WORKSPACE_TOO_SMALL);
+  ar_cache_free(&kc);
+}
+END_TEST
+
 Suite *single_decode_suite(void) {
   Suite *s = suite_create("SingleDecodeTest");
   TCase *tc = tcase_create("single");
@@ -412,6 +513,7 @@ Suite *batch_decode_suite(void) {
   tcase_add_test(tc, test_batch_matrix);
   tcase_add_test(tc, test_batch_nan_and_empty);
   tcase_add_test(tc, test_planner);
+  tcase_add_test(tc, test_decode_validation);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -8,7 +8,8 @@
 ** every element of both caches (written slots, untouched slots, unowned
 ** pages, the gaps of a padded stride_page) with the copy. Page sizes 1, 3, 7,
 ** 16, 17; batch 1, 3, 7, 23; head_dim 64, 128, 256; NHD and HND; f32, f16,
-** bf16 (a covering set of combinations). Refusals: positions past a request,
+** bf16 (every page size x batch, each with both layouts; every dtype x
+** head_dim pair in each layout). Refusals: positions past a request,
 ** out-of-range requests and page ids, two tokens in one slot -- with the
 ** cache left unchanged.
 */
@@ -216,7 +217,7 @@ START_TEST(test_append_rounds) {
   for (int pi = 0; pi < 5; pi++)
     for (int bi = 0; bi < 4; bi++, c++)
       for (int l = 0; l < 2; l++)
-        run_config((kg_kv_layout)l, TS[(c + l) % 3], 1 + (c % 3), PS[pi], DS[(c + 2 * l) % 3], BS[bi],
+        run_config((kg_kv_layout)l, TS[c % 3], 1 + (c % 3), PS[pi], DS[(c / 3 + l) % 3], BS[bi],
                    c % 7 == 3 ? 40 : 0, 0x9a9e0000ull + (uint64_t)(2 * c + l));
 }
 END_TEST
