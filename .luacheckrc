@@ -9,7 +9,7 @@ max_line_length = 200
 files["specs"] = {
   std = "none",
   read_globals = {
-    "gemm", "dualgemm", "fp4", "gemm_fp4", "dualgemm_fp4", "amax", "wave",
+    "gemm", "dualgemm", "fp4", "gemm_fp4", "dualgemm_fp4", "amax", "wave", "attention",
     "ipairs", "pairs", "type", "tostring", "tonumber", "select", "string", "table", "math",
   },
 }

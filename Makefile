@@ -30,7 +30,7 @@ C_SRC    := $(wildcard generated/c/*.c)
 CUDA_SRC := $(wildcard generated/cuda/*.cu)
 HIP_SRC  := $(wildcard generated/hip/*.hip)
 
-OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_wave.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
+OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_wave.o $(B)/rt/kg_attn.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
 DEFS :=
 LDLIBS := -lm -lpthread
 ifeq ($(KG_CUDA),1)
@@ -44,7 +44,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo check test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/bench_gemm build/bench_dualgemm build/bench_fp4
+.PHONY: all gen deps lib demo check test test-gpu test-gpu-host bench clean list build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
 all: lib
 
 deps:
@@ -70,6 +70,9 @@ $(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c runtime/include/kg.h runtime/src/kg_inter
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_wave.o: runtime/src/kg_wave.c runtime/include/kg.h runtime/src/kg_internal.h
+	@mkdir -p $(@D)
+	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
+$(B)/rt/kg_attn.o: runtime/src/kg_attn.c runtime/include/kg.h runtime/src/kg_internal.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h
@@ -125,6 +128,10 @@ build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h)
 build/test_gpu_dualgemm_fp4: tests/gpu/test_gpu_dualgemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
+# The decode-attention GPU test shares its double reference with the Check suites.
+build/test_gpu_attn: tests/gpu/test_gpu_attn.c tests/c/attn_ref.h $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
+
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
@@ -138,6 +145,9 @@ build/bench_fp4: bench/bench_fp4.c $(wildcard bench/*.h) $(B)/bench/peer_kernels
 
 build/bench_dualgemm: bench/bench_dualgemm.c $(wildcard bench/*.h) $(B)/bench/peer_kernels.o $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/bench/peer_kernels.o $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
+
+build/bench_decode: bench/bench_decode.c $(wildcard bench/*.h) tests/c/attn_ref.h $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a -L$(CUDA_HOME)/lib64 -lcublas $(LDLIBS) -o $@
 
 # ---- tests ----------------------------------------------------------------
 test:
@@ -156,12 +166,12 @@ test-gpu-host:
 
 test-gpu:
 	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 \
-	  build/test_gpu_dualgemm_fp4
+	  build/test_gpu_dualgemm_fp4 build/test_gpu_attn
 	@./tests/gpu/run.sh
 
 bench:
-	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4
-	build/bench_gemm && build/bench_dualgemm
+	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
+	build/bench_gemm && build/bench_dualgemm && build/bench_fp4 && build/bench_decode
 
 clean:
 	rm -rf build

@@ -9,7 +9,7 @@ local writer = require("lib.writer")
 local template = require("lib.template")
 local tablegen = require("lib.tablegen")
 
-local FAMILIES = { "gemm", "dualgemm", "fp4", "gemm_fp4", "dualgemm_fp4", "amax", "wave" }
+local FAMILIES = { "gemm", "dualgemm", "fp4", "gemm_fp4", "dualgemm_fp4", "amax", "wave", "attention" }
 local DIALECTS = { "c", "cuda", "hip" }
 
 local parser = argparse("kgen", "kgen: kernel variant generator")

@@ -31,6 +31,61 @@ return {
   shfl_xor = function(v, mask) return string.format("__shfl_xor_sync(0xffffffffu, %s, %s)", v, mask) end,
   -- value v of lane src, across the full warp
   shfl_idx = function(v, src) return string.format("__shfl_sync(0xffffffffu, %s, %s)", v, src) end,
+  -- Fast math of the attention kernels (templates/attn): PTX approximations
+  -- with flush-to-zero (ex2/lg2/rcp/rsqrt .approx.ftz); tanh from ex2 and rcp
+  -- (an odd polynomial below 0.125). Each entry but lanes and helpers gives
+  -- a C expression on f32 operands; helpers defines the kg_math_* functions
+  -- they call (emit it once per file). xor_sum / xor_max reduce over aligned
+  -- groups of `width` lanes (a power of two <= lanes) by a butterfly of xor
+  -- shuffles; every lane of a group ends with the group's result.
+  math = {
+    lanes = 32,
+    helpers = table.concat({
+      "/* Attention math primitives (CUDA): PTX approximations, flush-to-zero. */",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_exp2(float x) {",
+      '  float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;',
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_log2(float x) {",
+      '  float y; asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;',
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_rcp(float x) {",
+      '  float y; asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;',
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_rsqrt(float x) {",
+      '  float y; asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y;',
+      "}",
+      "/* tanh: x (1 - x^2/3 + 2x^4/15 - 17x^6/315) below |x| = 0.125, else",
+      "** sign(x) (1 - 2 / (2^(2 |x| log2 e) + 1)); NaN stays NaN. */",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_tanh(float x) {",
+      "  const float a = fabsf(x);",
+      "  float r;",
+      "  if (a < 0.125f) {",
+      "    const float x2 = a * a;",
+      "    r = a * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * -0.0539682540f)));",
+      "  } else {",
+      "    r = 1.0f - 2.0f * kg_math_rcp(kg_math_exp2(2.88539008f * a) + 1.0f);",
+      "  }",
+      "  return copysignf(r, x);",
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_sum(float v, int width) {",
+      "#pragma unroll",
+      "  for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);",
+      "  return v;",
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_max(float v, int width) {",
+      "#pragma unroll",
+      "  for (int m = width >> 1; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, m));",
+      "  return v;",
+      "}",
+    }, "\n"),
+    exp2 = function(x) return "kg_math_exp2(" .. x .. ")" end,
+    log2 = function(x) return "kg_math_log2(" .. x .. ")" end,
+    rcp = function(x) return "kg_math_rcp(" .. x .. ")" end,
+    rsqrt = function(x) return "kg_math_rsqrt(" .. x .. ")" end,
+    tanh = function(x) return "kg_math_tanh(" .. x .. ")" end,
+    xor_sum = function(v, width) return string.format("kg_math_xor_sum(%s, %s)", v, width) end,
+    xor_max = function(v, width) return string.format("kg_math_xor_max(%s, %s)", v, width) end,
+  },
   -- kernel launch statement
   launch = function(kernel, grid, block, smem, stream, args)
     return string.format("%s<<<%s, %s, %s, %s>>>(%s);", kernel, grid, block, smem, stream, args)
@@ -326,4 +381,44 @@ return {
   -- casts, loop unrolling hint
   fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
           bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
+  -- Attention family vocabulary (templates/attn): helper qualifier, unrolling
+  -- hint, f32 sine and cosine (statement), and the K/V pipeline: copy16
+  -- starts an asynchronous 16-byte global -> shared copy (cp.async.cg, L2
+  -- only; both addresses 16-byte aligned), commit closes the copies issued
+  -- since the last commit into a group, wait(n) blocks until at most n groups
+  -- are pending (a barrier must follow before other threads read the data).
+  attn = {
+    fn = "[[maybe_unused]] static __device__ __forceinline__",
+    unroll = "#pragma unroll",
+    -- kernel parameter passed by value whose address device code takes
+    param = "const __grid_constant__",
+    sincos = function(x, s, c) return string.format("sincosf(%s, &%s, &%s);", x, s, c) end,
+    preamble = table.concat({
+      "static __device__ __forceinline__ void kg_attn_cp16(void *s, const void *g) {",
+      '  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\\n"',
+      '               :: "r"((uint32_t)__cvta_generic_to_shared(s)), "l"(g) : "memory");',
+      "}",
+    }, "\n"),
+    copy16 = function(dst, src) return string.format("kg_attn_cp16(%s, %s)", dst, src) end,
+    -- kg_attn_unpack8(uint4 raw, float (&f)[8]): the 8 16-bit elements of a
+    -- vector (element 0 in the low half of raw.x) as f32, in registers
+    unpack8 = function(dtype)
+      local lo = ({ bf16 = "__uint_as_float(w << 16)", f16 = "__half2float(__ushort_as_half((unsigned short)(w & 0xffffu)))" })[dtype]
+      local hi = ({ bf16 = "__uint_as_float(w & 0xffff0000u)", f16 = "__half2float(__ushort_as_half((unsigned short)(w >> 16)))" })[dtype]
+      assert(lo, "unpack8 takes f16 or bf16")
+      return table.concat({
+        "static __device__ __forceinline__ void kg_attn_unpack8(const uint4 &raw, float (&f)[8]) {",
+        "  const uint32_t ws[4] = { raw.x, raw.y, raw.z, raw.w };",
+        "#pragma unroll",
+        "  for (int i = 0; i < 4; i++) {",
+        "    const uint32_t w = ws[i];",
+        "    f[2 * i] = " .. lo .. ";",
+        "    f[2 * i + 1] = " .. hi .. ";",
+        "  }",
+        "}",
+      }, "\n")
+    end,
+    commit = 'asm volatile("cp.async.commit_group;\\n" ::: "memory")',
+    wait = function(n) return string.format('asm volatile("cp.async.wait_group %d;\\n" ::: "memory")', n) end,
+  },
 }

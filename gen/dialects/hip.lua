@@ -32,6 +32,49 @@ return {
   -- HIP shuffles take no member mask; width is the full wavefront
   shfl_xor = function(v, mask) return string.format("__shfl_xor(%s, %s, 64)", v, mask) end,
   shfl_idx = function(v, src) return string.format("__shfl(%s, %s, 64)", v, src) end,
+  -- Fast math of the attention kernels (templates/attn), as the CUDA table
+  -- (same contracts) on CDNA: exp2f (v_exp_f32 with range scaling), __log2f
+  -- (v_log_f32), the rcp / rsq builtins; tanh from those. Wave64: xor_sum /
+  -- xor_max shuffle with width 64, so groups of up to 64 lanes.
+  math = {
+    lanes = 64,
+    helpers = table.concat({
+      "/* Attention math primitives (HIP, CDNA): hardware approximations. */",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_exp2(float x) { return exp2f(x); }",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_log2(float x) { return __log2f(x); }",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_rcp(float x) { return __builtin_amdgcn_rcpf(x); }",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }",
+      "/* tanh: x (1 - x^2/3 + 2x^4/15 - 17x^6/315) below |x| = 0.125, else",
+      "** sign(x) (1 - 2 / (2^(2 |x| log2 e) + 1)); NaN stays NaN. */",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_tanh(float x) {",
+      "  const float a = fabsf(x);",
+      "  float r;",
+      "  if (a < 0.125f) {",
+      "    const float x2 = a * a;",
+      "    r = a * (1.0f + x2 * (-0.333333333f + x2 * (0.133333333f + x2 * -0.0539682540f)));",
+      "  } else {",
+      "    r = 1.0f - 2.0f * kg_math_rcp(kg_math_exp2(2.88539008f * a) + 1.0f);",
+      "  }",
+      "  return copysignf(r, x);",
+      "}",
+      "/* width is a constant where the kernels call these (the loops unroll after inlining) */",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_sum(float v, int width) {",
+      "  for (int m = width >> 1; m > 0; m >>= 1) v += __shfl_xor(v, m, 64);",
+      "  return v;",
+      "}",
+      "[[maybe_unused]] static __device__ __forceinline__ float kg_math_xor_max(float v, int width) {",
+      "  for (int m = width >> 1; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor(v, m, 64));",
+      "  return v;",
+      "}",
+    }, "\n"),
+    exp2 = function(x) return "kg_math_exp2(" .. x .. ")" end,
+    log2 = function(x) return "kg_math_log2(" .. x .. ")" end,
+    rcp = function(x) return "kg_math_rcp(" .. x .. ")" end,
+    rsqrt = function(x) return "kg_math_rsqrt(" .. x .. ")" end,
+    tanh = function(x) return "kg_math_tanh(" .. x .. ")" end,
+    xor_sum = function(v, width) return string.format("kg_math_xor_sum(%s, %s)", v, width) end,
+    xor_max = function(v, width) return string.format("kg_math_xor_max(%s, %s)", v, width) end,
+  },
   launch = function(kernel, grid, block, smem, stream, args)
     return string.format("hipLaunchKernelGGL(%s, %s, %s, %s, %s, %s);", kernel, grid, block, smem, stream, args)
   end,
@@ -209,5 +252,39 @@ return {
         "}",
       }, "\n")
     end,
+  },
+  -- Attention family vocabulary (templates/attn), as the CUDA table. CDNA
+  -- has no cp.async: copy16 is a 16-byte load and LDS store through
+  -- registers, commit and wait are no-ops (the barrier after wait orders
+  -- the LDS stores).
+  attn = {
+    fn = "[[maybe_unused]] static __device__ __forceinline__",
+    unroll = "#pragma unroll",
+    param = "const",
+    sincos = function(x, s, c) return string.format("sincosf(%s, &%s, &%s);", x, s, c) end,
+    preamble = table.concat({
+      "static __device__ __forceinline__ void kg_attn_cp16(void *s, const void *g) {",
+      "  *(uint4 *)s = *(const uint4 *)g;",
+      "}",
+    }, "\n"),
+    copy16 = function(dst, src) return string.format("kg_attn_cp16(%s, %s)", dst, src) end,
+    unpack8 = function(dtype)
+      local lo = ({ bf16 = "__uint_as_float(w << 16)", f16 = "__half2float(__ushort_as_half((unsigned short)(w & 0xffffu)))" })[dtype]
+      local hi = ({ bf16 = "__uint_as_float(w & 0xffff0000u)", f16 = "__half2float(__ushort_as_half((unsigned short)(w >> 16)))" })[dtype]
+      assert(lo, "unpack8 takes f16 or bf16")
+      return table.concat({
+        "static __device__ __forceinline__ void kg_attn_unpack8(const uint4 &raw, float (&f)[8]) {",
+        "  const uint32_t ws[4] = { raw.x, raw.y, raw.z, raw.w };",
+        "#pragma unroll",
+        "  for (int i = 0; i < 4; i++) {",
+        "    const uint32_t w = ws[i];",
+        "    f[2 * i] = " .. lo .. ";",
+        "    f[2 * i + 1] = " .. hi .. ";",
+        "  }",
+        "}",
+      }, "\n")
+    end,
+    commit = "(void)0",
+    wait = function(_) return "(void)0" end,
   },
 }

@@ -163,15 +163,26 @@ typedef enum kg_op {
   KG_OP_AMAX,                                 /* args: kg_amax_args */
   /* wave64 primitives (see the Wave64 section): plain arguments, no args
   ** struct; kg_explain answers KG_ERROR_INVALID_ARGUMENT for them */
-  KG_OP_WAVE_MFMA16X16X16, KG_OP_WAVE_TRANSPOSE4X4, KG_OP_WAVE_ROWSUM16
+  KG_OP_WAVE_MFMA16X16X16, KG_OP_WAVE_TRANSPOSE4X4, KG_OP_WAVE_ROWSUM16,
+  /* decode attention (see the "Decode attention" section below) */
+  KG_OP_MATH,                                 /* args: kg_math_args */
+  KG_OP_ROPE,                                 /* args: kg_rope_args */
+  KG_OP_PAGED_KV_APPEND,                      /* args: kg_paged_kv_append_args (ragged) */
+  KG_OP_PAGED_KV_APPEND_DECODE,               /* args: kg_paged_kv_append_args (one per request) */
+  KG_OP_DECODE_SINGLE,                        /* args: kg_decode_single_args */
+  KG_OP_DECODE_BATCH,                         /* args: kg_decode_args */
+  KG_OP_MERGE_STATE,                          /* args: kg_merge_state_args */
+  KG_OP_MERGE_STATE_IN_PLACE,                 /* args: kg_merge_state_in_place_args */
+  KG_OP_MERGE_STATES,                         /* args: kg_merge_states_args */
+  KG_OP_MERGE_STATES_VARLEN                   /* args: kg_merge_states_varlen_args */
 } kg_op;
 
 /* Writes into buf (always NUL-terminated, truncated to cap) one line per
 ** variant of the operation: "NAME: chosen" or "NAME: rejected: REASON", and
 ** first the argument check's verdict when it fails. args points to the op's
 ** argument struct (kg_gemm_args for KG_OP_GEMM, kg_dualgemm_args for
-** KG_OP_DUALGEMM, the FP4 ops' structs as listed at kg_op). Returns the status the call
-** would have had. */
+** KG_OP_DUALGEMM, the FP4 and attention ops' structs as listed at kg_op).
+** Returns the status the call would have had. */
 kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec,
                      char *buf, size_t cap);
 
@@ -521,6 +532,285 @@ kg_status kg_wave_transpose4x4(const void *x, int64_t ldx, void *y, int64_t ldy,
 ** the whole product is stored: d[m*ldd + n] = sum_k S[m][k] for every column
 ** n (f32 accumulation, exact products). */
 kg_status kg_wave_rowsum16(kg_dtype dtype, const void *s, int64_t lds, float *d, int64_t ldd, const kg_exec *exec);
+/* ---- Decode attention (FlashInfer style) ------------------------------------
+** RoPE, a paged KV cache (append), single and batch decode (one query token per
+** request) with split-KV, and cascade merges of softmax states. Conventions of
+** every backend:
+** - Softmax state in base 2. For query q and key k_t the logit is
+**     x_t = q.k_t * sm_scale                  (no soft cap)
+**     x_t = cap * tanh(q.k_t * sm_scale / cap) (logits_soft_cap = cap > 0)
+**   and s_t = x_t * log2(e). Over a token set, m = max s_t, d = sum 2^(s_t - m),
+**   o = sum 2^(s_t - m) v_t / d and lse = m + log2(d): "lse" is the base-2 log-
+**   sum-exp everywhere in this API (the natural one is lse * ln 2).
+** - Minus infinity is IEEE -inf. An empty token set gives o = 0, lse = -inf;
+**   kernels never evaluate (-inf) - (-inf). NaN inputs give NaN outputs.
+** - GQA: qo head h reads kv head h / g with g = num_qo_heads / num_kv_heads;
+**   num_qo_heads must be a multiple of num_kv_heads, any g >= 1.
+** - Layouts: NHD [tokens, heads, head_dim], HND [heads, tokens, head_dim]. The
+**   last dimension is contiguous; strides are in elements.
+** - Index arrays (page tables, positions, indptr, batch indices) are int32 in
+**   backend memory, like every pointer of a call. Token counts and positions
+**   are below 2^31.
+** - Arithmetic is f32 (inputs converted from f16 / bf16), outputs rounded to
+**   the element type once. */
+
+/* ---- math primitives ---------------------------------------------------------
+** The attention kernels' fast math, evaluated elementwise (for tests): y[i] =
+** f(x[i]) for EXP2 (2^x), LOG2, RCP (1/x), RSQRT (1/sqrt x), TANH. C uses libm;
+** CUDA the PTX approximations (ex2/lg2/rcp/rsqrt .approx.ftz: subnormal inputs
+** and results flush to 0; tanh from ex2 and rcp); HIP the CDNA ones. The
+** shuffles work on lanes of kg_math_lanes(backend) (CUDA 32, HIP 64, C 32
+** emulated lanes) in aligned groups (n must be a multiple of the lanes):
+**   SHFL_XOR  y[i] = x[i ^ lane_mask], 0 <= lane_mask < lanes
+**   XOR_SUM   y[i] = sum of x over the aligned group of `width` lanes holding i
+**   XOR_MAX   likewise the max (NaN ignored unless every lane is NaN)
+** by a butterfly of xor shuffles (width a power of two, 1 <= width <= lanes). */
+typedef enum kg_math_fn {
+  KG_MATH_EXP2 = 0, KG_MATH_LOG2, KG_MATH_RCP, KG_MATH_RSQRT, KG_MATH_TANH,
+  KG_MATH_SHFL_XOR, KG_MATH_XOR_SUM, KG_MATH_XOR_MAX
+} kg_math_fn;
+typedef struct kg_math_args {
+  kg_math_fn fn;
+  int64_t n;
+  const float *x;
+  float *y;            /* must not overlap x */
+  int lane_mask;       /* SHFL_XOR */
+  int width;           /* XOR_SUM, XOR_MAX */
+} kg_math_args;
+/* Lanes of a warp / wavefront for the shuffles: 32 (C, CUDA), 64 (HIP); 0 for
+** an unknown backend. */
+int kg_math_lanes(kg_backend b);
+kg_status kg_math_eval(const kg_math_args *args, const kg_exec *exec);
+
+/* ---- RoPE ------------------------------------------------------------------------
+** With d = rotary_dim and pair index j in [0, d/2):
+**   base_j = theta^(-2j/d)
+**   KG_ROPE_DEFAULT: f_j = base_j / scale
+**   KG_ROPE_LLAMA31: a = old_context_len / (2 pi high_freq_factor - 2 pi low_freq_factor),
+**                    b = -1 / (high_freq_factor / low_freq_factor - 1),
+**                    smooth = clamp(base_j a + b, 0, 1),
+**                    f_j = (1 - smooth) base_j / scale + smooth base_j
+** f_j is computed in double and rounded to f32 once; the angle of a token at
+** position p is the f32 product (float)p * f_j, and cos / sin are f32 functions
+** of that angle. Pairs: interleave = 0 (GPT-NeoX / Llama) rotates (j, j + d/2);
+** interleave = 1 (GPT-J) rotates (2j, 2j + 1). A pair (lo, hi) becomes
+**   lo' = lo cos - hi sin,  hi' = hi cos + lo sin.
+** Features d .. head_dim-1 are not rotated (copied when out != in). */
+typedef enum kg_rope_mode { KG_ROPE_NONE = 0, KG_ROPE_DEFAULT, KG_ROPE_LLAMA31 } kg_rope_mode;
+typedef struct kg_rope {
+  kg_rope_mode mode;
+  int interleave;            /* 0 or 1 */
+  int64_t rotary_dim;        /* 0: head_dim; else even, 2 .. min(head_dim, 256) */
+  float scale;               /* rope_scale > 0 (0: 1) */
+  float theta;               /* rope_theta > 0 (0: 1e4) */
+  float low_freq_factor;     /* LLAMA31 (0: 1) */
+  float high_freq_factor;    /* LLAMA31, > low_freq_factor (0: 4) */
+  float old_context_len;     /* LLAMA31, > 0 (0: 8192) */
+} kg_rope;
+
+/* Apply RoPE to q [nnz, num_qo_heads, head_dim] and / or k [nnz, num_kv_heads,
+** head_dim] (either may be NULL, not both), writing q_out / k_out (which may
+** equal q / k with the same strides: in place; otherwise they must not
+** overlap the inputs). Positions: pos_ids[i] for token i (nnz values >= 0),
+** or, when pos_ids is NULL, request offsets: token i with indptr[b] <= i <
+** indptr[b+1] is at offsets[b] + i - indptr[b] (batch requests, indptr
+** non-decreasing from 0 to nnz). rope.mode must not be KG_ROPE_NONE. */
+typedef struct kg_rope_args {
+  kg_dtype dtype;
+  int64_t nnz, head_dim;
+  int64_t num_qo_heads, num_kv_heads;
+  const void *q; int64_t q_stride_n, q_stride_h;
+  void *q_out; int64_t q_out_stride_n, q_out_stride_h;
+  const void *k; int64_t k_stride_n, k_stride_h;
+  void *k_out; int64_t k_out_stride_n, k_out_stride_h;
+  const int32_t *pos_ids;
+  int64_t batch;
+  const int32_t *indptr, *offsets;
+  kg_rope rope;
+} kg_rope_args;
+kg_status kg_rope_apply(const kg_rope_args *args, const kg_exec *exec);
+
+/* ---- paged KV cache ------------------------------------------------------------
+** K and V live in pages of page_size token slots. Element (page p, head h,
+** slot e, feature f) of K sits at
+**   k_data + p*stride_page + h*stride_h + e*stride_n + f
+** with NHD: stride_n = num_kv_heads*head_dim, stride_h = head_dim; HND:
+** stride_n = head_dim, stride_h = page_size*head_dim; stride_page defaults
+** (0) to num_kv_heads*page_size*head_dim and may be larger (e.g. K and V
+** interleaved per page: v_data = k_data + that size, stride_page twice it).
+** V likewise from v_data. Request b owns pages indices[indptr[b] ..
+** indptr[b+1]), in order; its length is
+**   (indptr[b+1] - indptr[b] - 1) * page_size + last_page_len[b]
+** (0 when it has no page), token t sits in page indices[indptr[b] + t /
+** page_size], slot t % page_size. Rules: indptr[0] >= 0, non-decreasing; page
+** ids in [0, num_pages); last_page_len[b] in [1, page_size] when request b has
+** pages. The C backend checks them (KG_ERROR_INVALID_PROBLEM); GPU kernels
+** cannot read them on the host: out-of-range page ids are clamped, lengths
+** clamped to the pages, so a bad table gives wrong values but never an access
+** outside the cache. */
+typedef enum kg_kv_layout { KG_KV_NHD = 0, KG_KV_HND } kg_kv_layout;
+typedef struct kg_paged_kv {
+  kg_kv_layout layout;
+  kg_dtype dtype;
+  int64_t num_pages, page_size, num_kv_heads, head_dim;
+  void *k_data, *v_data;
+  int64_t stride_page;           /* elements; 0: num_kv_heads*page_size*head_dim */
+  int64_t batch;                 /* requests */
+  const int32_t *indices;        /* [indptr[batch]] page ids */
+  const int32_t *indptr;         /* [batch + 1] */
+  const int32_t *last_page_len;  /* [batch] */
+} kg_paged_kv;
+/* Element offset of (page, head, slot) by the formula above; -1 when kv is
+** NULL or an argument is out of range. */
+int64_t kg_paged_kv_offset(const kg_paged_kv *kv, int64_t page, int64_t head, int64_t slot);
+
+/* Append tokens to the cache. The page table must already count them (the
+** caller allocates pages and advances last_page_len first), the appended
+** rows are k, v [nnz, num_kv_heads, head_dim] with the given strides.
+**   kg_paged_kv_append:        token i goes to request batch_indices[i] at
+**                              position positions[i] (< that request's length)
+**   kg_paged_kv_append_decode: one token per request (nnz == kv.batch): token
+**                              b goes to position length(b) - 1 of request b;
+**                              batch_indices and positions must be NULL.
+** Nothing else of the cache is written. Two tokens naming the same slot is
+** invalid (the C backend refuses it; on a GPU either may win). */
+typedef struct kg_paged_kv_append_args {
+  kg_paged_kv kv;
+  int64_t nnz;
+  const void *k; int64_t k_stride_n, k_stride_h;
+  const void *v; int64_t v_stride_n, v_stride_h;
+  const int32_t *batch_indices;  /* [nnz] */
+  const int32_t *positions;      /* [nnz] */
+} kg_paged_kv_append_args;
+kg_status kg_paged_kv_append(const kg_paged_kv_append_args *args, const kg_exec *exec);
+kg_status kg_paged_kv_append_decode(const kg_paged_kv_append_args *args, const kg_exec *exec);
+
+/* ---- decode ----------------------------------------------------------------------
+** o[b, h] = softmax over the request's tokens (section conventions) of q[b, h],
+** with k_t, v_t of kv head h / g, and lse[b, h] (base 2) when lse is not NULL.
+** Options (kg_decode_params):
+** - sm_scale: 0 means 1/sqrt(head_dim); logits_soft_cap > 0 caps the logits.
+** - sliding_window W >= 1: only the last W tokens of each request (positions
+**   >= length - W; FlashInfer's window_left is W - 1); 0: all of them.
+** - rope.mode != KG_ROPE_NONE: RoPE (section above) on q at its position (the
+**   request's length - 1 unless given) and on each k_t at its position t, on
+**   the fly in f32 (the cache keeps unrotated keys).
+** - kv_chunk_size: 0 lets the planner split long requests across blocks; > 0
+**   forces chunks of that many tokens.
+** Split-KV: the tokens of a request (its window) are cut into num_chunks
+** chunks of chunk_size tokens (the last takes the rest), each gives a state
+** (o, lse) in the workspace, and a merge (as kg_merge_states) combines them.
+** The planner (kg_decode_plan) chooses chunk_size from batch, kv heads, the
+** longest request and the device's SM count so the blocks fill the device;
+** the C backend never splits unless kv_chunk_size forces it. Ask the
+** workspace size for the same args and exec (0 when nothing is split). */
+typedef struct kg_decode_params {
+  float sm_scale;
+  float logits_soft_cap;
+  int64_t sliding_window;
+  kg_rope rope;
+  int64_t kv_chunk_size;
+} kg_decode_params;
+
+/* Batch decode over a paged cache: q, o [batch, num_qo_heads, head_dim] of
+** kv.dtype with the given strides, lse [batch, num_qo_heads] f32 or NULL.
+** q_rope_pos: NULL (q of request b at length(b) - 1) or [batch] positions.
+** max_kv_len: a host bound on every request's length, read only by the
+** planner (0: unknown, no split; a request longer than the bound is still
+** computed exactly, its last chunk is longer). kv.head_dim is the head dim. */
+typedef struct kg_decode_args {
+  int64_t num_qo_heads;
+  const void *q; int64_t q_stride_n, q_stride_h;
+  void *o; int64_t o_stride_n, o_stride_h;
+  float *lse;
+  kg_paged_kv kv;
+  const int32_t *q_rope_pos;
+  int64_t max_kv_len;
+  kg_decode_params params;
+} kg_decode_args;
+
+/* Single decode: one request whose K and V are contiguous tensors, NHD
+** [kv_len, num_kv_heads, head_dim] or HND [num_kv_heads, kv_len, head_dim];
+** q, o [num_qo_heads, head_dim] contiguous, lse [num_qo_heads] or NULL.
+** q_rope_pos: -1 (kv_len - 1) or the position of q. kv_len >= 1. */
+typedef struct kg_decode_single_args {
+  kg_dtype dtype;
+  kg_kv_layout layout;
+  int64_t num_qo_heads, num_kv_heads, head_dim, kv_len;
+  const void *q;
+  const void *k, *v;
+  void *o;
+  float *lse;
+  int64_t q_rope_pos;
+  kg_decode_params params;
+} kg_decode_single_args;
+
+/* What a decode call will do: chunks per request and their size (tokens),
+** the blocks of the main kernel, the SM count the planner used (1 on C) and
+** the workspace bytes. */
+typedef struct kg_decode_plan_info {
+  int64_t chunk_size, num_chunks, blocks, sm_count;
+  size_t workspace_bytes;
+} kg_decode_plan_info;
+
+kg_status kg_decode_batch(const kg_decode_args *args, const kg_exec *exec);
+kg_status kg_decode_workspace_size(const kg_decode_args *args, const kg_exec *exec, size_t *bytes);
+kg_status kg_decode_plan(const kg_decode_args *args, const kg_exec *exec, kg_decode_plan_info *plan);
+kg_status kg_decode_select(const kg_decode_args *args, const kg_exec *exec, const char **name);
+kg_status kg_decode_single(const kg_decode_single_args *args, const kg_exec *exec);
+kg_status kg_decode_single_workspace_size(const kg_decode_single_args *args, const kg_exec *exec,
+                                          size_t *bytes);
+kg_status kg_decode_single_plan(const kg_decode_single_args *args, const kg_exec *exec, kg_decode_plan_info *plan);
+
+/* ---- cascade: merging softmax states ----------------------------------------------
+** A state is (v, s): v [num_heads, head_dim] of dtype, s its base-2 lse (f32).
+** Merging states i: M = max s_i; w_i = 2^(s_i - M); v = sum w_i v_i / sum w_i;
+** s = M + log2(sum w_i), in f32; when every s_i is -inf (or there is none):
+** v = 0, s = -inf. One state merges to itself (v copied, s kept). Tensors are
+** contiguous: v [rows, num_heads, head_dim], s [rows, num_heads]. s_out may be
+** NULL (not written). Outputs must not overlap inputs. */
+typedef struct kg_merge_state_args {
+  kg_dtype dtype;
+  int64_t n, num_heads, head_dim;
+  const void *v_a; const float *s_a;
+  const void *v_b; const float *s_b;
+  void *v_out; float *s_out;
+} kg_merge_state_args;
+/* (v, s)[r] = merge((v, s)[r], (v_other, s_other)[r]) for every row r whose
+** mask[r] != 0 (mask NULL: every row); other rows are left as they are. */
+typedef struct kg_merge_state_in_place_args {
+  kg_dtype dtype;
+  int64_t n, num_heads, head_dim;
+  void *v; float *s;
+  const void *v_other; const float *s_other;
+  const uint8_t *mask;
+} kg_merge_state_in_place_args;
+/* v [n, num_states, num_heads, head_dim], s [n, num_states, num_heads]: row r
+** of the output merges its num_states states (num_states >= 0). */
+typedef struct kg_merge_states_args {
+  kg_dtype dtype;
+  int64_t n, num_states, num_heads, head_dim;
+  const void *v; const float *s;
+  void *v_out; float *s_out;
+} kg_merge_states_args;
+/* v [indptr[n], num_heads, head_dim], s [indptr[n], num_heads]: row r of the
+** output merges states indptr[r] .. indptr[r+1]-1 (indptr non-decreasing from
+** 0; the C backend checks it). */
+typedef struct kg_merge_states_varlen_args {
+  kg_dtype dtype;
+  int64_t n, num_heads, head_dim;
+  const int32_t *indptr;
+  const void *v; const float *s;
+  void *v_out; float *s_out;
+} kg_merge_states_varlen_args;
+kg_status kg_merge_state(const kg_merge_state_args *args, const kg_exec *exec);
+kg_status kg_merge_state_in_place(const kg_merge_state_in_place_args *args, const kg_exec *exec);
+kg_status kg_merge_states(const kg_merge_states_args *args, const kg_exec *exec);
+kg_status kg_merge_states_varlen(const kg_merge_states_varlen_args *args, const kg_exec *exec);
+
+/* Name of the variant an attention op (KG_OP_MATH .. KG_OP_MERGE_STATES_VARLEN)
+** would run with these args; *name points into static storage. */
+kg_status kg_attn_select(kg_op op, const void *args, const kg_exec *exec, const char **name);
 
 #ifdef __cplusplus
 }

@@ -458,5 +458,6 @@ kg_status kg_explain(kg_op op, const void *args, const kg_exec *exec, char *buf,
   const kg_variant *v = NULL;
   if (buf && cap) buf[0] = '\0';
   if (kg__fp4_op(op)) return kg__fp4_explain(op, args, exec, &sink);
+  if (kg__attn_op(op)) return kg__attn_explain(op, args, exec, &sink);
   return kg__prepare(op, args, exec, &v, &sink);
 }

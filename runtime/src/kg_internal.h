@@ -67,6 +67,96 @@ typedef struct kg_wave_job {
 } kg_wave_job;
 typedef kg_status (*kg_wave_launch_fn)(const kg_wave_job *job, const kg_exec *exec);
 
+/* ---- attention ops (kg_attn.c) ---------------------------------------------
+** Variants take jobs that kg_attn.c builds after its checks: every size >= 1
+** unless stated, strides resolved, options resolved to their effective
+** values (sm_scale, RoPE frequencies), so kernels never re-validate.
+** RoPE frequencies: freq[j] is f_j of kg.h (double formula rounded to f32);
+** the angle at position p is (float)p * freq[j]; rotary_dim 0: no RoPE. */
+#define KG_ROPE_MAX_PAIRS 128
+typedef struct kg_rope_freqs {
+  int rotary_dim;
+  int interleave;
+  float freq[KG_ROPE_MAX_PAIRS];
+} kg_rope_freqs;
+
+/* Apply RoPE: operand i = 0 (q) and 1 (k); heads[i] == 0 when absent. */
+typedef struct kg_rope_job {
+  int64_t nnz, head_dim;
+  int64_t heads[2];
+  const void *in[2];
+  void *out[2];
+  int64_t in_sn[2], in_sh[2], out_sn[2], out_sh[2];
+  const int32_t *pos_ids;                 /* NULL: indptr / offsets of batch requests */
+  int64_t batch;
+  const int32_t *indptr, *offsets;
+  kg_rope_freqs rope;
+} kg_rope_job;
+
+/* The paged cache as kernels see it. indices NULL: one contiguous sequence
+** (single decode): page 0, page_size = its length, no indptr/last_page_len. */
+typedef struct kg_kv_job {
+  int64_t num_pages, page_size, num_kv_heads, head_dim;
+  int64_t stride_page, stride_n, stride_h;   /* elements */
+  const void *k, *v;                         /* append writes through them */
+  int64_t batch;
+  const int32_t *indices, *indptr, *last_page_len;
+} kg_kv_job;
+
+/* Append nnz tokens; batch_indices NULL: decode append (token b -> request b
+** at its length - 1). GPU kernels skip tokens whose request or position is
+** out of range. */
+typedef struct kg_append_job {
+  kg_kv_job kv;
+  int64_t nnz;
+  const void *k, *v;
+  int64_t k_sn, k_sh, v_sn, v_sh;
+  const int32_t *batch_indices, *positions;
+} kg_append_job;
+
+/* Decode: logits x = q.k * logit_scale (soft_cap == 0) or
+** soft_cap_log2 * tanh(q.k * logit_scale) (soft cap), already in base 2
+** (logit_scale = sm_scale log2 e, resp. sm_scale / cap and cap log2 e).
+** Chunk c of request b covers [w0 + c*chunk_size, ...) of its window, the
+** last chunk up to the request's end. num_chunks > 1: states go to part_o
+** [batch][num_chunks][num_qo_heads][head_dim] (normalized) and part_lse
+** [batch][num_chunks][num_qo_heads], then are merged into o / lse. */
+typedef struct kg_decode_job {
+  kg_kv_job kv;
+  int64_t num_qo_heads, group;
+  const void *q; int64_t q_sn, q_sh;
+  void *o; int64_t o_sn, o_sh;
+  float *lse;                                /* [batch][num_qo_heads] or NULL */
+  float logit_scale, soft_cap_log2;
+  int soft_cap;
+  int64_t window_left;                       /* < 0: none */
+  const int32_t *q_pos;                      /* NULL: q_pos_fixed, or length - 1 when that is < 0 */
+  int64_t q_pos_fixed;
+  kg_rope_freqs rope;
+  int64_t chunk_size, num_chunks;
+  float *part_o, *part_lse;
+} kg_decode_job;
+
+/* Merge output row r of n over (heads, head_dim):
+**   pair (v_b != NULL): states v_a[r], v_b[r]
+**   set: states lo .. hi-1 of v_a, lo = indptr ? indptr[r] : r*k, hi likewise
+** Rows are [num_heads][head_dim] (lse [num_heads]); mask (pair only): rows
+** with mask[r] == 0 are skipped. v_out may equal v_a in pair mode (in place). */
+typedef struct kg_merge_job {
+  int64_t n, num_heads, head_dim, k;
+  const void *v_a; const float *s_a;
+  const void *v_b; const float *s_b;
+  const int32_t *indptr;
+  const uint8_t *mask;
+  void *v_out; float *s_out;
+} kg_merge_job;
+
+typedef kg_status (*kg_math_launch_fn)(const kg_math_args *args, const kg_exec *exec);
+typedef kg_status (*kg_rope_launch_fn)(const kg_rope_job *job, const kg_exec *exec);
+typedef kg_status (*kg_append_launch_fn)(const kg_append_job *job, const kg_exec *exec);
+typedef kg_status (*kg_decode_launch_fn)(const kg_decode_job *job, const kg_exec *exec);
+typedef kg_status (*kg_merge_launch_fn)(const kg_merge_job *job, const kg_exec *exec);
+
 /* One generated variant. The table lists them most specialized first and a
 ** generic fallback last for each (op, backend, types) key; dispatch takes
 ** the first entry whose predicates all hold. */
@@ -108,6 +198,18 @@ typedef struct kg_variant {
   kg_amax_launch_fn amax_launch;
   /* KG_OP_WAVE_*: type_ab = the 16-bit input type (mfma, rowsum) */
   kg_wave_launch_fn wave_launch;
+  /* attention ops: type_ab = type_cd = the element type; kv_layout
+  ** (kg_kv_layout, -1: none); head_dim (0: any); decode: tile_m = q heads per
+  ** block, tile_n = tokens per stage, stages, blocks_per_sm (what the split
+  ** planner assumes resident), align (> 1: 16-byte K/V vectors) */
+  int kv_layout;
+  int head_dim;
+  int blocks_per_sm;
+  kg_math_launch_fn math_launch;
+  kg_rope_launch_fn rope_launch;
+  kg_append_launch_fn append_launch;
+  kg_decode_launch_fn decode_launch;
+  kg_merge_launch_fn merge_launch;
 } kg_variant;
 
 extern const kg_variant kg_variants[];
@@ -133,6 +235,21 @@ kg_status kg__first_fit(kg_op op, kg__rejects_fn rejects, const void *ctx, const
 ** one line per candidate into sink). */
 int kg__fp4_op(kg_op op);
 kg_status kg__fp4_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink);
+
+/* kg_attn.c: 1 when op is an attention op; its kg_explain. */
+int kg__attn_op(kg_op op);
+kg_status kg__attn_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink);
+/* The split-KV rule of the decode planner (kg.h "decode"), for explicit device
+** figures: blocks = (request, kv head, group tile) blocks, slots = sm_count *
+** blocks_per_sm. blocks >= slots: one chunk. Else each request is cut into
+** at most slots / blocks chunks (one wave) of at least 256 tokens, a multiple
+** of tile tokens; a single resulting chunk covers max_len. */
+void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t blocks_per_sm, int64_t tile,
+                      int64_t *chunk, int64_t *chunks);
+/* Streaming multiprocessors (compute units) of the current device, queried
+** once per process by the backend glue; 0 when unknown. */
+int kg__cuda_sm_count(void);
+int kg__hip_sm_count(void);
 
 /* Element strides of a matrix stored with layout l and leading dimension ld:
 ** X[i][j] sits at i*(*rs) + j*(*cs). */

@@ -20,6 +20,12 @@ int main(void) {
   srunner_add_suite(sr, wave_mfma_suite());
   srunner_add_suite(sr, wave_transpose_suite());
   srunner_add_suite(sr, wave_rowsum_suite());
+  srunner_add_suite(sr, math_suite());
+  srunner_add_suite(sr, pos_enc_suite());
+  srunner_add_suite(sr, page_suite());
+  srunner_add_suite(sr, single_decode_suite());
+  srunner_add_suite(sr, batch_decode_suite());
+  srunner_add_suite(sr, cascade_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

@@ -25,6 +25,12 @@ Suite *dualgemm_fp4_suite(void);
 Suite *wave_mfma_suite(void);       /* check_wave.c: MfmaTile16x16x16Test */
 Suite *wave_transpose_suite(void);  /* Transpose4x4HalfTest */
 Suite *wave_rowsum_suite(void);     /* RowsumTest */
+Suite *math_suite(void);
+Suite *pos_enc_suite(void);
+Suite *page_suite(void);
+Suite *single_decode_suite(void);
+Suite *batch_decode_suite(void);
+Suite *cascade_suite(void);
 
 /* ---- RNG: xorshift64*, fixed seeds ---------------------------------------- */
 typedef struct tu_rng { uint64_t s; } tu_rng;

@@ -2,7 +2,7 @@
 # make test-gpu: every GPU test program, then one total line.
 cd "$(dirname "$0")/../.." || exit 1
 total_p=0; total_f=0; rc=0
-for t in build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4; do
+for t in build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn; do
   echo "== $t"
   "$t" > build/.gpu_test.log 2>&1
   st=$?

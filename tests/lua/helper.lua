@@ -108,6 +108,9 @@ function H.stub_templates()
   -- the wave family's templates
   H.sh("mkdir -p " .. shell_quote(dir .. "/wave"))
   for _, t in ipairs(require("families.wave").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
+  -- the attention family's templates
+  H.sh("mkdir -p " .. shell_quote(dir .. "/attn"))
+  for _, t in ipairs(require("families.attention").templates) do H.write(dir .. "/" .. t, "${banner}\n/* ${v.name} */\n") end
   return dir
 end
 
