@@ -192,6 +192,7 @@ static void run_shape(int idx, row *rw) {
     a->max_kv_len = L;
     a->params.kv_chunk_size = G.force_chunk;
     size_t ws = 0;
+    ex.workspace = NULL; ex.workspace_size = 0;   /* the query checks exec: no stale size from the last set */
     kg_status st = kg_decode_workspace_size(a, &ex, &ws);
     if (st != KG_SUCCESS) {
       char why[4096];
@@ -203,6 +204,7 @@ static void run_shape(int idx, row *rw) {
     if (ws) CK(cudaMalloc(&d->ws, ws));
     ex.workspace_size = ws;
   }
+  ex.workspace = S[0].ws;
   {
     const char *name = NULL;
     kg_decode_plan_info plan;

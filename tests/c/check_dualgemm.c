@@ -5,7 +5,7 @@
 **
 **   x0 = alpha0 (A.B0) + beta0 C0      x1 = alpha1 (A.B1) + beta1 C1
 **   D0 = x0 and D1 = x1 rounded to the output type; D2 = op(D0, D1)
-**   op: swiglu x sigmoid(x) y, geglu 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))) y, mul x y
+**   op: swiglu x sigmoid(x) y, geglu 0.5 x (1 + tanh(u)) y = x y / (1 + exp(-2u)), u = 0.7978845608 (x + 0.044715 x^3) (the second form, without cancellation for x << 0), mul x y
 **
 ** Variants are found by name: kg_dualgemm_c_<kernel>_<dtype>_<op>_<LLLL>_<stores>_..., stores one of
 ** d2, d0d2, d1d2, d0d1d2. Per case and dtype the logical inputs and the two products are computed
@@ -233,7 +233,7 @@ static int c_variants(dvar *out, int cap) {
 static double op_ref(int op, double x, double y) {
   switch (op) {
     case KG_DUAL_SWIGLU: return x / (1.0 + exp(-x)) * y;
-    case KG_DUAL_GEGLU: return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))) * y;
+    case KG_DUAL_GEGLU: return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * y;
     case KG_DUAL_MUL: return x * y;
   }
   return NAN;

@@ -55,7 +55,7 @@ static size_t ref_sf_bytes(int layout, int64_t rows, int64_t kv, int64_t groups)
 
 static double op_ref(int op, double x, double y) {
   if (op == KG_DUAL_SWIGLU) return x / (1.0 + exp(-x)) * y;
-  if (op == KG_DUAL_GEGLU) return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))) * y;
+  if (op == KG_DUAL_GEGLU) return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * y;
   return x * y;
 }
 

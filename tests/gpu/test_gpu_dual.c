@@ -5,7 +5,7 @@
 **
 **   x0 = alpha0 (A.B0) + beta0 C0      x1 = alpha1 (A.B1) + beta1 C1
 **   D0 = x0 and D1 = x1 rounded to the output type; D2 = op(D0, D1)
-**   op: swiglu x sigmoid(x) y, geglu 0.5 x (1 + tanh(0.7978845608 (x + 0.044715 x^3))) y, mul x y
+**   op: swiglu x sigmoid(x) y, geglu 0.5 x (1 + tanh(u)) y = x y / (1 + exp(-2u)), u = 0.7978845608 (x + 0.044715 x^3) (the second form, without cancellation for x << 0), mul x y
 **
 ** Built by `make test-gpu` (plain C, libkg + cudart; no Lua, no libcheck).
 ** Every variant named kg_dualgemm_cuda_<kernel>_<dtype>_<op>_<LLLL>_<stores>_..._a<N> is forced by
@@ -228,7 +228,7 @@ static const char *op_name(int op) {
 static double op_ref(int op, double x, double y) {
   switch (op) {
     case KG_DUAL_SWIGLU: return x / (1.0 + exp(-x)) * y;
-    case KG_DUAL_GEGLU: return 0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))) * y;
+    case KG_DUAL_GEGLU: return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * y;
     case KG_DUAL_MUL: return x * y;
   }
   return NAN;
