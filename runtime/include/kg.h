@@ -645,9 +645,9 @@ kg_status kg_rope_apply(const kg_rope_args *args, const kg_exec *exec);
 ** page_size], slot t % page_size. Rules: indptr[0] >= 0, non-decreasing; page
 ** ids in [0, num_pages); last_page_len[b] in [1, page_size] when request b has
 ** pages. The C backend checks them (KG_ERROR_INVALID_PROBLEM); GPU kernels
-** cannot read them on the host: out-of-range page ids are clamped, lengths
-** clamped to the pages, so a bad table gives wrong values but never an access
-** outside the cache. */
+** cannot read them on the host: lengths are clamped to the pages, decode
+** reads page 0 for an out-of-range page id and append skips such a token, so
+** a bad table gives wrong values but never an access outside the cache. */
 typedef enum kg_kv_layout { KG_KV_NHD = 0, KG_KV_HND } kg_kv_layout;
 typedef struct kg_paged_kv {
   kg_kv_layout layout;
@@ -703,7 +703,11 @@ kg_status kg_paged_kv_append_decode(const kg_paged_kv_append_args *args, const k
 ** The planner (kg_decode_plan) chooses chunk_size from batch, kv heads, the
 ** longest request and the device's SM count so the blocks fill the device;
 ** the C backend never splits unless kv_chunk_size forces it. Ask the
-** workspace size for the same args and exec (0 when nothing is split). */
+** workspace size for the same args and exec (0 when nothing is split).
+** GPU variants stream K and V in 16-byte vectors: k_data and v_data must be
+** 16-byte aligned and stride_page a multiple of 8 elements
+** (KG_ERROR_MISALIGNED_OPERAND otherwise); head_dim 64, 128 or 256 and f16 /
+** bf16 as shipped (kg_explain lists the variants). */
 typedef struct kg_decode_params {
   float sm_scale;
   float logits_soft_cap;

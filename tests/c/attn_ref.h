@@ -18,7 +18,7 @@
 **   - weights 2^(s - m) then move by at most 2 ln2 ds relatively, so an output
 **     feature moves by (4 ln2 ds + 2^-18) sum_t w_t |v_t| (2^-18 covers the f32
 **     sums and the split-KV merge), plus the final rounding u |o|.
-**   - lse: 1.5 ds + 2^-19 (1 + |lse|).
+**   - lse: 1.5 ds + 2^-19 (1 + |lse| + |m| + log2 d).
 ** The bound is per element; NaN never passes (every check is !(err <= tol)).
 */
 #ifndef KG_ATTN_REF_H
@@ -188,7 +188,8 @@ static inline void ar_attend(const ar_attn_opts *op, const double *q, const doub
   }
   for (int i = 0; i < D; i++) tol[i] = ar_unit(op->out) * fabs(o[i]) + (4.0 * ln2 * ds + ldexp(1.0, -18)) * tol[i] + 1e-30;
   *lse = m + log2(d);
-  *lse_tol = 1.5 * ds + ldexp(1.0, -19) * (1.0 + fabs(*lse));
+  /* |m| and log2(d) may cancel in lse: the bound scales with both terms */
+  *lse_tol = 1.5 * ds + ldexp(1.0, -19) * (1.0 + fabs(*lse) + fabs(m) + log2(d));
   free(s);
 }
 

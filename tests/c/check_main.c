@@ -3,7 +3,10 @@
 **   make KG_CUDA=0 KG_HIP=0 build/check_kg && build/check_kg
 ** Exit status 0 only when every test passed. CK_RUN_SUITE / CK_RUN_CASE
 ** select a subset as usual with Check (suites: ValidationTest, DispatchTest,
-** GemmTest, ..., MfmaTile16x16x16Test, Transpose4x4HalfTest, RowsumTest); KG_TEST_TIMING=1 prints the time of each GemmTest case.
+** GemmTest, ..., MfmaTile16x16x16Test, Transpose4x4HalfTest, RowsumTest, and
+** for decode attention MathTest, PosEncTest, PageTest, SingleDecodeTest,
+** BatchDecodeTest, CascadeTest); KG_TEST_TIMING=1 prints the time of each
+** GemmTest case.
 */
 #include <stdlib.h>
 
