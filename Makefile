@@ -119,17 +119,18 @@ build/test_gpu: tests/gpu/test_gpu.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 build/test_gpu_dual: tests/gpu/test_gpu_dual.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
-build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+build/test_gpu_fp4: tests/gpu/test_gpu_fp4.c $(wildcard tests/gpu/*.h) tests/c/fp4_ref.h $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
-build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+build/test_gpu_gemm_fp4: tests/gpu/test_gpu_gemm_fp4.c $(wildcard tests/gpu/*.h) tests/c/fp4_ref.h $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
-build/test_gpu_dualgemm_fp4: tests/gpu/test_gpu_dualgemm_fp4.c $(wildcard tests/gpu/*.h) $(B)/libkg.a
+build/test_gpu_dualgemm_fp4: tests/gpu/test_gpu_dualgemm_fp4.c $(wildcard tests/gpu/*.h) tests/c/fp4_ref.h $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
-# The decode-attention GPU test shares its double reference with the Check suites.
-build/test_gpu_attn: tests/gpu/test_gpu_attn.c tests/c/attn_ref.h $(B)/libkg.a
+# The GPU tests share tests/gpu/gpu_test.h; the FP4 ones tests/c/fp4_ref.h and the decode-attention
+# one tests/c/attn_ref.h with the Check suites.
+build/test_gpu_attn: tests/gpu/test_gpu_attn.c $(wildcard tests/gpu/*.h) tests/c/attn_ref.h $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) -DKG_WITH_CUDA -I$(CUDA_HOME)/include $< $(B)/libkg.a $(LDLIBS) -o $@
 
 build/bench_gemm: bench/bench_gemm.c $(wildcard bench/*.h) $(B)/libkg.a
@@ -154,12 +155,12 @@ test:
 	@./tests/run_all.sh
 
 # The GPU test programs built for the C backend (host memory, kg_*_c_* variants):
-# checks the tests themselves on a machine without a GPU.
-GPU_HOST_TESTS := fp4:KG_FP4_TEST_HOST gemm_fp4:KG_FP4GEMM_TEST_HOST dualgemm_fp4:KG_FP4DUAL_TEST_HOST
+# checks the tests themselves on a machine without a GPU. Built with -DKG_GPU_TEST_HOST (gpu_test.h).
+GPU_HOST_TESTS := fp4 gemm_fp4 dualgemm_fp4
 test-gpu-host:
 	$(MAKE) KG_CUDA=0 KG_HIP=0 lib
-	@set -e; for t in $(GPU_HOST_TESTS); do n=$${t%%:*}; d=$${t#*:}; \
-	  $(CC) $(KG_CFLAGS) -D$$d tests/gpu/test_gpu_$$n.c build/c/libkg.a $(LDLIBS) -o build/test_gpu_$${n}_host; \
+	@set -e; for n in $(GPU_HOST_TESTS); do \
+	  $(CC) $(KG_CFLAGS) -DKG_GPU_TEST_HOST tests/gpu/test_gpu_$$n.c build/c/libkg.a $(LDLIBS) -o build/test_gpu_$${n}_host; \
 	  echo "== build/test_gpu_$${n}_host"; build/test_gpu_$${n}_host > build/.gpu_host.log 2>&1 || \
 	  { grep -E '^FAIL' build/.gpu_host.log | head -n 20; tail -n 1 build/.gpu_host.log; exit 1; }; \
 	  tail -n 1 build/.gpu_host.log; done

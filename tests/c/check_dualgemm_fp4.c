@@ -22,43 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp4_ref.h"
 #include "test_util.h"
 
 /* ---- reference numerics ----------------------------------------------------------------------- */
-static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
-static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
-static double e4m3(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  if (e == 15 && m == 7) return NAN;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  return (c & 0x80u) ? -v : v;
-}
-static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
-
-/* fp4.md offsets of (group g, row r, scale column kb) and the size of G groups. */
-static int64_t ref_off(int layout, int64_t rows, int64_t kv, int64_t g, int64_t r, int64_t kb) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return g * rows * kv + r * kv + kb;
-  if (layout == KG_SF_SWIZZLED_128X4) {
-    int64_t mt = (rows + 127) / 128;
-    return g * mt * kt * 512 + (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
-  }
-  int64_t mt = (rows + 7) / 8;
-  return g * mt * kt * 32 + (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
-}
-static size_t ref_sf_bytes(int layout, int64_t rows, int64_t kv, int64_t groups) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return (size_t)(groups * rows * kv);
-  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)(groups * ((rows + 127) / 128) * kt * 512);
-  return (size_t)(groups * ((rows + 7) / 8) * kt * 32);
-}
-
-static double op_ref(int op, double x, double y) {
-  if (op == KG_DUAL_SWIGLU) return x / (1.0 + exp(-x)) * y;
-  if (op == KG_DUAL_GEGLU) return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * y;
-  return x * y;
-}
-
 /* ---- variant names ------------------------------------------------------------------------------
 ** kg_fp4dualgemm_<backend>_<kernel>_<format>_<dtype>_<op>_<stores>_sf<layout>[_afp4_sfa<layout>] */
 typedef struct fvar {
@@ -152,7 +119,7 @@ static void *fill_scales(tu_rng *rng, int format, int with_gs, int layout, int64
   for (int64_t g = 0; g < groups; g++)
     for (int64_t r = 0; r < rows; r++)
       for (int64_t kb = 0; kb < kv; kb++)
-        S[ref_off(layout, rows, kv, g, r, kb)] = (uint8_t)tu_rng_int(rng, sf_lo(format, with_gs), sf_hi(format, with_gs));
+        S[ref_sf_off(layout, rows, kv, g, r, kb)] = (uint8_t)tu_rng_int(rng, sf_lo(format, with_gs), sf_hi(format, with_gs));
   return S;
 }
 
@@ -257,8 +224,8 @@ static double deq(const fprob *p, const uint8_t *Q, int64_t ld, int64_t bs, cons
                   int64_t z, int64_t r, int64_t kk, double gs) {
   int64_t g = bs != 0 ? z : 0;
   unsigned byte = Q[g * bs + r * ld + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-  unsigned s = S[ref_off(layout, rows, p->kv, g, r, kk / p->bsz)];
-  return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / gs : e2m1(code) * ue8m0(s);
+  unsigned s = S[ref_sf_off(layout, rows, p->kv, g, r, kk / p->bsz)];
+  return p->a.format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
 }
 
 /* Checks D0 / D1 / D2 and every gap; returns the worst error in tolerance units. */
@@ -318,10 +285,10 @@ static double check_fprob(const fprob *p, const char *what) {
             if (err / tol[b] > worst) worst = err / tol[b];
           }
         }
-        const double ref2 = op_ref(a->op, xr[0], xr[1]);
+        const double ref2 = ref_dual_op(a->op, xr[0], xr[1]);
         /* D0 / D1 may round to a neighbour of xr: propagate e_i = tol_i + 2u|x_i| through op */
         const double e0 = tol[0] + 2.0 * u * fabs(x[0]), e1 = tol[1] + 2.0 * u * fabs(x[1]);
-        const double g0 = a->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(op_ref(a->op, xr[0], 1.0)) + 1.2 * e0;
+        const double g0 = a->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(ref_dual_op(a->op, xr[0], 1.0)) + 1.2 * e0;
         const double l0 = a->op == KG_DUAL_MUL ? 1.0 : 1.2;
         const double tol2 = l0 * e0 * (fabs(xr[1]) + e1) + g0 * e1 + 4.0 * u * fabs(ref2) + tiny;
         const double got2 = tu_get(a->d2, t, di);
@@ -329,7 +296,7 @@ static double check_fprob(const fprob *p, const char *what) {
                       (long long)z, (long long)i, (long long)j, got2, ref2, tol2);
         if (fabs(got2 - ref2) / tol2 > worst) worst = fabs(got2 - ref2) / tol2;
         if (a->d0 && a->d1) {
-          const double own = op_ref(a->op, tu_get(a->d0, t, di), tu_get(a->d1, t, di));
+          const double own = ref_dual_op(a->op, tu_get(a->d0, t, di), tu_get(a->d1, t, di));
           ck_assert_msg(fabs(got2 - own) <= 4.0 * u * fabs(own) + 1e-30, "%s: D2(%lld, %lld) = %.9g, op(D0, D1) %.9g",
                         what, (long long)i, (long long)j, got2, own);
         }
@@ -387,8 +354,8 @@ START_TEST(test_exact_mul) {
   uint8_t *S0 = (uint8_t *)p.a.sf_b0, *S1 = (uint8_t *)p.a.sf_b1;
   for (int64_t r = 0; r < 10; r++)
     for (int64_t kb = 0; kb < p.kv; kb++) {
-      S0[ref_off(KG_SF_SWIZZLED_128X4, 10, p.kv, 0, r, kb)] = 0x38;   /* 1.0 */
-      S1[ref_off(KG_SF_SWIZZLED_128X4, 10, p.kv, 0, r, kb)] = 0x30;   /* 0.5 */
+      S0[ref_sf_off(KG_SF_SWIZZLED_128X4, 10, p.kv, 0, r, kb)] = 0x38;   /* 1.0 */
+      S1[ref_sf_off(KG_SF_SWIZZLED_128X4, 10, p.kv, 0, r, kb)] = 0x30;   /* 0.5 */
     }
   for (int64_t i = 0; i < 6 * p.a.lda; i++) tu_set((void *)p.a.a, KG_BF16, i, (double)((i % 5) - 2));
   ck_assert_int_eq(run_variant(&v, &p), KG_SUCCESS);

@@ -15,44 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp4_ref.h"
 #include "test_util.h"
 
 #define POISON8 0xA5u
 
 /* ---- reference numerics ------------------------------------------------------- */
-
-static const double E2M1_MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
-
-static double ref_e2m1_value(unsigned code) {
-  double v = E2M1_MAG[code & 7u];
-  return (code & 8u) ? -v : v;
-}
-
-/* Nearest E2M1 magnitude, ties to the even code, saturating; NaN -> +0;
-** sign kept (negative values that round to zero give 8). */
-static unsigned ref_e2m1_code(double x) {
-  if (isnan(x)) return 0;
-  double a = fabs(x);
-  unsigned best = 7;
-  if (a < 6.0) {
-    double bd = INFINITY;
-    for (unsigned c = 0; c < 8; c++) {
-      double d = fabs(a - E2M1_MAG[c]);
-      if (d < bd || (d == bd && c % 2 == 0)) { best = c; bd = d; }
-    }
-  }
-  return (signbit(x) ? 8u : 0u) | best;
-}
-
-/* One FP4 step (element units) at magnitude a. */
-static double ref_step(double a) { return a < 2.0 ? 0.5 : a < 4.0 ? 1.0 : 2.0; }
-
-static double ref_e4m3_value(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  if (e == 15 && m == 7) v = NAN;
-  return (c & 0x80u) ? -v : v;
-}
 
 /* E4M3 code of v >= 0: nearest finite value, ties to the even code, saturating at 448. */
 static unsigned ref_e4m3_code(double v) {
@@ -61,30 +29,10 @@ static unsigned ref_e4m3_code(double v) {
   unsigned best = 0;
   double bd = INFINITY;
   for (unsigned c = 0; c <= 0x7e; c++) {
-    double d = fabs(v - ref_e4m3_value(c));
+    double d = fabs(v - ref_e4m3(c));
     if (d < bd || (d == bd && c % 2 == 0)) { best = c; bd = d; }
   }
   return best;
-}
-
-/* UE8M0 byte by rule (0 up, 1 down, 2 OCP) from powers of two in double. */
-static unsigned ref_mx_byte(double amax, int rule) {
-  if (!(amax > 0.0)) return 0;
-  if (isinf(amax)) return 254;
-  int e;
-  if (rule == 0) {          /* smallest e with amax <= 6 * 2^e */
-    e = ilogb(amax);
-    while (amax > ldexp(6.0, e)) e++;
-    while (amax <= ldexp(6.0, e - 1)) e--;
-  } else if (rule == 1) {   /* largest e with 6 * 2^e <= amax */
-    e = ilogb(amax);
-    while (ldexp(6.0, e) > amax) e--;
-    while (ldexp(6.0, e + 1) <= amax) e++;
-  } else {
-    e = ilogb(amax) - 2;
-  }
-  e += 127;
-  return (unsigned)(e < 0 ? 0 : e > 254 ? 254 : e);
 }
 
 /* f16 value of a bit pattern, written out here (not the runtime's converter). */
@@ -300,7 +248,7 @@ static void check_quantize(const fprob *p, const char *name, parity *par) {
           const float gs = p->gs ? p->gs[g] : 1.0f;
           const float sfv = gs * (amax / 6.0f);             /* f32 ops, as kg.h specifies */
           want_sf = ref_e4m3_code(sfv);
-          dq = (float)ref_e4m3_value(want_sf) / gs;          /* f32 division */
+          dq = (float)ref_e4m3(want_sf) / gs;          /* f32 division */
         } else {
           want_sf = ref_mx_byte(amax, a->mx_round);
           dq = ldexp(1.0, (int)want_sf - 127);
@@ -315,8 +263,8 @@ static void check_quantize(const fprob *p, const char *name, parity *par) {
           par->elements++;
           if (got == want) continue;
           /* a flip: adjacent codes of one sign and e within rounding error of their midpoint */
-          const double vg = ref_e2m1_value(got), vw = ref_e2m1_value(want);
-          const double mid = 0.5 * (vg + vw), steps = fabs(vg - vw) / ref_step(fmin(fabs(vg), fabs(vw)));
+          const double vg = ref_e2m1(got), vw = ref_e2m1(want);
+          const double mid = 0.5 * (vg + vw), steps = fabs(vg - vw) / ref_e2m1_step(fmin(fabs(vg), fabs(vw)));
           const int adjacent = (got & 8u) == (want & 8u) && abs((int)(got & 7u) - (int)(want & 7u)) == 1;
           ck_assert_msg(adjacent && fabs(e - mid) <= 1e-6 * fabs(mid),
                         "%s: element (g %lld, m %lld, j %lld) = %.9g (scaled %.9g) has code %u, want %u", name,
@@ -348,7 +296,7 @@ static void fill_x(fprob *p, tu_rng *rng, int lo, int hi) {
       const double s = ldexp(1.0, tu_rng_int(rng, -lo, hi));
       for (int64_t j = 0; j < a->k; j++) {
         int kind = tu_rng_int(rng, 0, 19);
-        double v = kind == 0 ? 0.0 : kind == 1 ? s * ref_e2m1_value((unsigned)tu_rng_int(rng, 0, 15))
+        double v = kind == 0 ? 0.0 : kind == 1 ? s * ref_e2m1((unsigned)tu_rng_int(rng, 0, 15))
                                               : s * 3.0 * tu_rng_normalish(rng);
         tu_set(a->x, a->dtype, xi(p, g, m, j), v);
       }
@@ -398,7 +346,7 @@ START_TEST(test_e2m1_decision_points) {
   ck_assert_uint_eq(ref_e2m1_code(-NAN), 0);
   for (unsigned c = 0; c < 16; c++) {
     float v = kg_e2m1_decode((uint8_t)c);
-    ck_assert_msg(v == ref_e2m1_value(c) && !!signbit(v) == !!(c & 8u), "decode %u = %g", c, (double)v);
+    ck_assert_msg(v == ref_e2m1(c) && !!signbit(v) == !!(c & 8u), "decode %u = %g", c, (double)v);
     ck_assert_uint_eq(kg_e2m1_encode(v), c);           /* every code round-trips, -0 included */
     ck_assert_msg(kg_e2m1_decode((uint8_t)(c | 0xf0u)) == v, "decode ignores the high nibble");
   }
@@ -501,8 +449,8 @@ START_TEST(test_nvfp4_scale_every_e4m3_decision) {
   double targets[512];
   int nt = 0;
   for (unsigned c = 0; c <= 0x7e; c++) {
-    targets[nt++] = ref_e4m3_value(c);
-    if (c < 0x7e) targets[nt++] = 0.5 * (ref_e4m3_value(c) + ref_e4m3_value(c + 1));
+    targets[nt++] = ref_e4m3(c);
+    if (c < 0x7e) targets[nt++] = 0.5 * (ref_e4m3(c) + ref_e4m3(c + 1));
   }
   targets[nt++] = 460.0;   /* rounds to 448 */
   targets[nt++] = 464.0;   /* tie between 448 and 480: even is 448 */
@@ -939,9 +887,9 @@ START_TEST(test_dequantize) {
             for (int64_t j = 0; j < p.a.k; j++) {
               const unsigned sb = sf[ref_off(&p, &r, g, m, j / bs)];
               float scale;
-              if (vs[i].format == KG_FP4_NVFP4) scale = (float)ref_e4m3_value(sb) / (p.gs ? p.gs[g] : 1.0f);
+              if (vs[i].format == KG_FP4_NVFP4) scale = (float)ref_e4m3(sb) / (p.gs ? p.gs[g] : 1.0f);
               else scale = (float)ldexp(1.0, (int)sb - 127);
-              const float want32 = (float)ref_e2m1_value(qcode(&p, g, m, j)) * scale;
+              const float want32 = (float)ref_e2m1(qcode(&p, g, m, j)) * scale;
               const double want = tu_round(t, want32), got = tu_get(p.a.x, t, xi(&p, g, m, j));
               ck_assert_msg(got == want || (isnan(got) && isnan(want)),
                             "%s: (g %lld, m %lld, j %lld) = %.9g, want %.9g", vs[i].name, (long long)g, (long long)m,
@@ -996,7 +944,7 @@ START_TEST(test_roundtrip_half_step) {
       for (int64_t m = 0; m < p.a.rows; m++)
         for (int64_t j = 0; j < p.a.k; j++) {
           const unsigned sb = ((uint8_t *)p.a.sf)[ref_off(&p, &r, g, m, j / bs)];
-          const double s = qs[i].format == KG_FP4_NVFP4 ? (double)((float)ref_e4m3_value(sb) / p.gs[g])
+          const double s = qs[i].format == KG_FP4_NVFP4 ? (double)((float)ref_e4m3(sb) / p.gs[g])
                                                         : ldexp(1.0, (int)sb - 127);
           const double x = x0[xi(&p, g, m, j)], y = ((float *)p.a.x)[xi(&p, g, m, j)];
           if (s == 0.0) { ck_assert(y == 0.0); continue; }
@@ -1008,7 +956,7 @@ START_TEST(test_roundtrip_half_step) {
                           6.0 * s);
             if (qs[i].format == KG_FP4_MXFP4) continue;
           }
-          const double err = fabs(x - y) / (ref_step(fmin(v, 6.0)) * s);
+          const double err = fabs(x - y) / (ref_e2m1_step(fmin(v, 6.0)) * s);
           if (err > worst) worst = err;
           ck_assert_msg(err <= 0.5 + 1e-6, "%s: x %.9g -> %.9g is %.4f steps away (scale %.9g)", qs[i].name, x, y,
                         err, s);

@@ -13,35 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp4_ref.h"
 #include "test_util.h"
 
 #define POISON8 0xA5u
-
-static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
-static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
-static double e4m3(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  if (e == 15 && m == 7) return NAN;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  return (c & 0x80u) ? -v : v;
-}
-static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
-
-/* Scale-buffer offset of (row, kb) for one group, by fp4.md; and the size. */
-static int64_t ref_off(int layout, int64_t rows, int64_t kv, int64_t r, int64_t kb) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return r * kv + kb;
-  if (layout == KG_SF_SWIZZLED_128X4)
-    return (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
-  (void)rows;
-  return (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
-}
-static size_t ref_sf_bytes(int layout, int64_t rows, int64_t kv) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return (size_t)(rows * kv);
-  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)((rows + 127) / 128 * kt * 512);
-  return (size_t)((rows + 7) / 8 * kt * 32);
-}
 
 typedef struct gprob {
   kg_gemm_fp4_args a;
@@ -76,12 +51,12 @@ static gprob make_gprob(int64_t m, int64_t n, int64_t k, kg_dtype t, int format,
   for (int64_t i = 0; i < m * a->lda; i++) tu_set(A, t, i, tu_rng_uniform(&rng) * 4.0 - 2.0);
   uint8_t *B = tu_alloc((size_t)(n * a->ldb));
   for (int64_t i = 0; i < n * a->ldb; i++) B[i] = (uint8_t)tu_rng_next(&rng);
-  a->sf_b_bytes = ref_sf_bytes(layout, n, p.kv);
+  a->sf_b_bytes = ref_sf_bytes(layout, n, p.kv, 1);
   uint8_t *S = tu_alloc(a->sf_b_bytes);
   memset(S, 0xff, a->sf_b_bytes);   /* padding: NaN scales in both formats if ever read */
   for (int64_t r = 0; r < n; r++)
     for (int64_t kb = 0; kb < p.kv; kb++)
-      S[ref_off(layout, n, p.kv, r, kb)] =
+      S[ref_sf_off(layout, n, p.kv, 0, r, kb)] =
           format == KG_FP4_NVFP4 ? (uint8_t)tu_rng_int(&rng, 0x08, 0x6f) : (uint8_t)tu_rng_int(&rng, 118, 134);
   a->a = A; a->b = B; a->sf_b = S;
   p.gs = 1.0f;
@@ -108,8 +83,8 @@ static double deq(const gprob *p, int64_t col, int64_t kk) {
   const uint8_t *B = p->a.b, *S = p->a.sf_b;
   unsigned byte = B[col * p->a.ldb + kk / 2];
   unsigned code = kk % 2 ? byte >> 4 : byte & 15u;
-  unsigned s = S[ref_off(p->a.sf_layout, p->a.n, p->kv, col, kk / p->bsz)];
-  return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)p->gs : e2m1(code) * ue8m0(s);
+  unsigned s = S[ref_sf_off(p->a.sf_layout, p->a.n, p->kv, 0, col, kk / p->bsz)];
+  return p->a.format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)p->gs : ref_e2m1(code) * ref_ue8m0(s);
 }
 
 /* A(i, kk): the stored 16-bit value, or (W4A4) the FP4 element decoded here like the weights. */
@@ -118,8 +93,8 @@ static double a_val(const gprob *p, int64_t i, int64_t kk) {
   const uint8_t *A = p->a.a, *S = p->a.sf_a;
   unsigned byte = A[i * p->a.lda + kk / 2];
   unsigned code = kk % 2 ? byte >> 4 : byte & 15u;
-  unsigned s = S[ref_off(p->a.sf_layout_a, p->a.m, p->kv, i, kk / p->bsz)];
-  return p->a.format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)p->gsa : e2m1(code) * ue8m0(s);
+  unsigned s = S[ref_sf_off(p->a.sf_layout_a, p->a.m, p->kv, 0, i, kk / p->bsz)];
+  return p->a.format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)p->gsa : ref_e2m1(code) * ref_ue8m0(s);
 }
 
 /* Compares D with the reference; returns the max error in units of the tolerance. */
@@ -222,12 +197,12 @@ static void make_a_fp4(gprob *p, int la, int with_gs, uint64_t seed) {
   a->lda = a->k / 2 + 7;
   uint8_t *A = tu_alloc((size_t)(a->m * a->lda));
   for (int64_t i = 0; i < a->m * a->lda; i++) A[i] = (uint8_t)tu_rng_next(&rng);
-  a->sf_a_bytes = ref_sf_bytes(la, a->m, p->kv);
+  a->sf_a_bytes = ref_sf_bytes(la, a->m, p->kv, 1);
   uint8_t *S = tu_alloc(a->sf_a_bytes);
   memset(S, 0xff, a->sf_a_bytes);
   for (int64_t r = 0; r < a->m; r++)
     for (int64_t kb = 0; kb < p->kv; kb++)
-      S[ref_off(la, a->m, p->kv, r, kb)] =   /* |A| <= 6 * 2^-3 (MXFP4), 6 * 32 / gs or 6 * 2^-1 (NVFP4) */
+      S[ref_sf_off(la, a->m, p->kv, 0, r, kb)] =   /* |A| <= 6 * 2^-3 (MXFP4), 6 * 32 / gs or 6 * 2^-1 (NVFP4) */
           a->format == KG_FP4_MXFP4 ? (uint8_t)tu_rng_int(&rng, 118, 124)
           : with_gs ? (uint8_t)tu_rng_int(&rng, 0x38, 0x60) : (uint8_t)tu_rng_int(&rng, 0x08, 0x30);
   a->a = A; a->sf_a = S;
@@ -290,7 +265,7 @@ START_TEST(test_exact_small) {
     uint8_t *S = (uint8_t *)p.a.sf_b;
     for (int64_t r = 0; r < 5; r++)
       for (int64_t kb = 0; kb < p.kv; kb++)
-        S[ref_off(KG_SF_SWIZZLED_8X4, 5, p.kv, r, kb)] = f == KG_FP4_NVFP4 ? 0x38 /* 1.0 */ : 126; /* 0.5 */
+        S[ref_sf_off(KG_SF_SWIZZLED_8X4, 5, p.kv, 0, r, kb)] = f == KG_FP4_NVFP4 ? 0x38 /* 1.0 */ : 126; /* 0.5 */
     for (int64_t i = 0; i < 4 * p.a.lda; i++) tu_set((void *)p.a.a, KG_BF16, i, (double)((i % 7) - 3) * 0.25);
     p.a.alpha = 1.0f;
     kg_exec e = tu_exec_c();

@@ -26,50 +26,13 @@
 ** KG_TEST_TIME=1 additionally times every tensorop variant at 4096^3 (median
 ** of CUDA-event timings) and prints TFLOP/s.
 */
-#include <cuda_runtime.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "kg.h"
+#include "gpu_test.h"
 
-#define CK(call)                                                                         \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,               \
-              cudaGetErrorString(e_));                                                   \
-      exit(2);                                                                           \
-    }                                                                                    \
-  } while (0)
+/* ---- 16-bit float conversions (the others in gpu_test.h) -------------- */
 
-static int g_pass, g_fail;
-
-/* ---- 16-bit float conversions, written here (round to nearest even) ---- */
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-static uint16_t to_bf16(float f) {
-  uint32_t u = f2u(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static float from_bf16(uint16_t h) { return u2f((uint32_t)h << 16); }
-
-static float from_f16(uint16_t h) {
-  int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double v;
-  if (e == 31) return m ? NAN : (s ? -INFINITY : INFINITY);
-  if (e == 0) v = ldexp((double)m, -24);
-  else v = ldexp((double)(m | 1024), e - 25);
-  return (float)(s ? -v : v);
-}
 /* Nearest f16 of a double (ties to even), by search over the exact grid. */
 static uint16_t to_f16(double x) {
   if (isnan(x)) return 0x7e00;
@@ -96,14 +59,14 @@ static size_t esize(kg_dtype t) { return t == KG_F32 ? 4 : 2; }
 static double get_el(kg_dtype t, const void *buf, int64_t i) {
   if (t == KG_F32) return ((const float *)buf)[i];
   uint16_t h = ((const uint16_t *)buf)[i];
-  return t == KG_BF16 ? from_bf16(h) : from_f16(h);
+  return t == KG_BF16 ? bf16_to_f64(h) : f16_to_f64(h);
 }
 /* Stores x rounded to t; returns the stored value. */
 static double put_el(kg_dtype t, void *buf, int64_t i, double x) {
   if (t == KG_F32) { ((float *)buf)[i] = (float)x; return (float)x; }
-  uint16_t h = t == KG_BF16 ? to_bf16((float)x) : to_f16(x);
+  uint16_t h = t == KG_BF16 ? f32_to_bf16((float)x) : to_f16(x);
   ((uint16_t *)buf)[i] = h;
-  return t == KG_BF16 ? from_bf16(h) : from_f16(h);
+  return t == KG_BF16 ? bf16_to_f64(h) : f16_to_f64(h);
 }
 /* Value of x after rounding to t (x exactly representable in float). */
 static double round_to(kg_dtype t, double x) {
@@ -482,9 +445,9 @@ static void time_variants(const vinfo *vs, int nv) {
   CK(cudaMalloc(&a, bytes)); CK(cudaMalloc(&b, bytes)); CK(cudaMalloc(&d, (size_t)(S * S) * 4));
   uint16_t *h = malloc(bytes);
   if (!h) exit(2);
-  for (int64_t i = 0; i < S * S; i++) h[i] = to_bf16((float)rnd_unit());
+  for (int64_t i = 0; i < S * S; i++) h[i] = f32_to_bf16((float)rnd_unit());
   CK(cudaMemcpy(a, h, bytes, cudaMemcpyHostToDevice));
-  for (int64_t i = 0; i < S * S; i++) h[i] = to_bf16((float)rnd_unit());
+  for (int64_t i = 0; i < S * S; i++) h[i] = f32_to_bf16((float)rnd_unit());
   CK(cudaMemcpy(b, h, bytes, cudaMemcpyHostToDevice));
   free(h);
   cudaEvent_t e0, e1;
@@ -619,6 +582,6 @@ int main(void) {
   if (t && *t && strcmp(t, "0") != 0) time_variants(vs, nv);
 
   free(vs);
-  printf("%d passed, %d failed\n", g_pass, g_fail);
+  summary();
   return g_fail ? 1 : 0;
 }

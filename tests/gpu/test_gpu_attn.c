@@ -34,106 +34,25 @@
 ** CUDA call fails.
 ** Usage: test_gpu_attn [SUBSTRING] -- only the variants whose name contains it.
 **
-** Checking the test itself without a GPU: compiled with -DKG_ATTN_TEST_HOST the same program runs
+** Checking the test itself without a GPU: compiled with -DKG_GPU_TEST_HOST the same program runs
 ** the C-backend variants (kg_attn_c_*, host memory), e.g.
-**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_ATTN_TEST_HOST -Iruntime/include \
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_GPU_TEST_HOST -Iruntime/include \
 **     -Iruntime/src tests/gpu/test_gpu_attn.c build/c/libkg.a -lm -lpthread -o build/test_attn_host
 ** That validates the test's reference and bookkeeping only (tests/c/check_attn_*.c check the C
 ** variants); the GPU build is the test.
 */
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#ifndef KG_ATTN_TEST_HOST
-#include <cuda_runtime.h>
-#endif
-
-#include "kg.h"
+#include "gpu_test.h"
 #include "../c/attn_ref.h"
 
-#ifdef KG_ATTN_TEST_HOST
-#define VPREFIX "kg_attn_c_"
-#define BACKEND KG_BACKEND_C
-#else
-#define VPREFIX "kg_attn_cuda_"
-#define BACKEND KG_BACKEND_CUDA
-#endif
-
-static int g_pass, g_fail;
-
-static void summary(void) {
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  fflush(stdout);
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = calloc(bytes ? bytes : 1, 1);
-  if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(2); }
-  return p;
-}
-
-/* ---- backend memory ----------------------------------------------------------------------------- */
-
-#ifdef KG_ATTN_TEST_HOST
-static void *g_stream = NULL;
-static void *dev_alloc(size_t n) { return xmalloc(n + 16); }
-static void dev_free(void *p) { free(p); }
-static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
-static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
-static void dev_sync(void) {}
-#else
-static cudaStream_t g_stream;
-
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      g_fail++;                                                                               \
-      summary();                                                                              \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
-
-static void *dev_alloc(size_t n) {
-  void *p = NULL;
-  CK(cudaMalloc(&p, n + 16));
-  return p;
-}
-static void dev_free(void *p) { CK(cudaFree(p)); }
-static void h2d(void *d, const void *h, size_t n) {
-  CK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, g_stream));
-  CK(cudaStreamSynchronize(g_stream));
-}
-static void d2h(void *h, const void *d, size_t n) {
-  CK(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, g_stream));
-  CK(cudaStreamSynchronize(g_stream));
-}
-/* After every kg call: the kernels finished and no error is pending. */
-static void dev_sync(void) {
-  CK(cudaStreamSynchronize(g_stream));
-  CK(cudaGetLastError());
-}
-#endif
+#define VPREFIX "kg_attn_" BACKEND_NAME "_"
 
 /* A copy of host buffer h (n bytes) in backend memory. */
 static void *up(const void *h, size_t n) {
   void *d = dev_alloc(n);
   h2d(d, h, n);
   return d;
-}
-
-static kg_exec exec_for(const char *variant) {
-  kg_exec e;
-  memset(&e, 0, sizeof e);
-  e.backend = BACKEND;
-  e.stream = (void *)g_stream;
-  e.variant = variant;
-  return e;
 }
 
 /* Poison: NaN in every type (f32 0x7fbadbad, 16-bit 0x7fff). */
@@ -739,7 +658,7 @@ static void decode_cases(const avar *v) {
     c.nan_key = j == 7;
     decode_case(v, &c, 0xba7c0000ull + (uint64_t)j);
   }
-#ifndef KG_ATTN_TEST_HOST
+#ifndef KG_GPU_TEST_HOST
   /* misaligned K (2 bytes off 16): refused, nothing launched */
   {
     int64_t len = 64;
@@ -887,8 +806,8 @@ int main(int argc, char **argv) {
     summary();
     return 1;
   }
-#ifdef KG_ATTN_TEST_HOST
-  printf("test_gpu_attn: HOST BUILD (KG_ATTN_TEST_HOST): C-backend variants, host memory\n");
+#ifdef KG_GPU_TEST_HOST
+  printf("test_gpu_attn: HOST BUILD (KG_GPU_TEST_HOST): C-backend variants, host memory\n");
 #else
   int dev = 0;
   struct cudaDeviceProp prop;
@@ -930,7 +849,7 @@ int main(int argc, char **argv) {
     printf("%s: %d passed, %d failed\n", vars[i].name, g_pass - p0, g_fail - f0);
   }
   free(vars);
-#ifndef KG_ATTN_TEST_HOST
+#ifndef KG_GPU_TEST_HOST
   CK(cudaStreamDestroy(g_stream));
 #endif
   summary();

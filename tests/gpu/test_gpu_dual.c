@@ -38,77 +38,16 @@
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA
 ** call fails.
 */
-#include <cuda_runtime.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "kg.h"
+#include "gpu_test.h"
 
 #define VPREFIX "kg_dualgemm_cuda_"
-#define BACKEND KG_BACKEND_CUDA
 
-static int g_pass, g_fail;
-
-static void summary(void) {
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  fflush(stdout);
-}
-
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      g_fail++;                                                                               \
-      summary();                                                                              \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(2); }
-  return p;
-}
-
-/* ---- element types (conversions written here, round to nearest even) ------------------------ */
+/* ---- element types (conversions in gpu_test.h) ---------------------------------------------- */
 
 #define POISON16 0x7fffu
 #define POISON32 0x7fbadbadu
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u = f2u(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static float bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
-
-static uint16_t f32_to_f16(float f) {
-  uint32_t x = f2u(f), ax = x & 0x7fffffffu;
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  if (ax > 0x7f800000u) return sign | 0x7e00u;            /* NaN */
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;           /* >= 65520 rounds to inf */
-  if (ax < 0x38800000u)                                   /* below 2^-14: subnormal or zero */
-    return sign | (uint16_t)rintf(u2f(ax) * 16777216.0f); /* units of 2^-24; 1024 is 2^-14 */
-  uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax >> 13) & 0x3ffu), rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-  return sign | (uint16_t)h;
-}
-static float f16_to_f32(uint16_t h) {
-  int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double v;
-  if (e == 31) return m ? NAN : (s ? -INFINITY : INFINITY);
-  v = e == 0 ? ldexp((double)m, -24) : ldexp((double)(m | 1024), e - 25);
-  return (float)(s ? -v : v);
-}
 
 static size_t esize(kg_dtype t) { return t == KG_F32 ? 4 : 2; }
 static const char *tname(kg_dtype t) { return t == KG_F32 ? "f32" : t == KG_F16 ? "f16" : "bf16"; }
@@ -116,7 +55,7 @@ static const char *tname(kg_dtype t) { return t == KG_F32 ? "f32" : t == KG_F16 
 static double get_el(kg_dtype t, const void *buf, int64_t i) {
   if (t == KG_F32) return ((const float *)buf)[i];
   uint16_t h = ((const uint16_t *)buf)[i];
-  return t == KG_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+  return t == KG_BF16 ? bf16_to_f64(h) : f16_to_f64(h);
 }
 /* Stores v rounded to t (to f32 first, as a kernel does); returns the stored value. */
 static double put_el(kg_dtype t, void *buf, int64_t i, double v) {
@@ -124,7 +63,7 @@ static double put_el(kg_dtype t, void *buf, int64_t i, double v) {
   if (t == KG_F32) { ((float *)buf)[i] = f; return f; }
   uint16_t h = t == KG_BF16 ? f32_to_bf16(f) : f32_to_f16(f);
   ((uint16_t *)buf)[i] = h;
-  return t == KG_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+  return t == KG_BF16 ? bf16_to_f64(h) : f16_to_f64(h);
 }
 static double round_to(kg_dtype t, double v) {
   uint32_t tmp;
@@ -369,7 +308,6 @@ static void ref_free(refdata *R) {
 /* ---- device memory: one arena, carved per run -------------------------------------------------- */
 
 static struct { unsigned char *base; size_t cap, used; } g_arena;
-static cudaStream_t g_st;
 
 static void *arena_alloc(size_t bytes) {
   size_t off = (g_arena.used + 255) & ~(size_t)255;
@@ -430,8 +368,8 @@ static void store(dbuf *o, int64_t rows, int64_t cols, const double *src, int64_
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) put_el(o->t, hp(o), z * o->step + i * rs + j * cs, src[z * per + i * lrs + j * lcs]);
 }
-static void upload(dbuf *o) { CK(cudaMemcpyAsync(o->d, o->h, o->bytes, cudaMemcpyHostToDevice, g_st)); }
-static void download(dbuf *o) { CK(cudaMemcpyAsync(o->h, o->d, o->bytes, cudaMemcpyDeviceToHost, g_st)); }
+static void upload(dbuf *o) { CK(cudaMemcpyAsync(o->d, o->h, o->bytes, cudaMemcpyHostToDevice, g_stream)); }
+static void download(dbuf *o) { CK(cudaMemcpyAsync(o->h, o->d, o->bytes, cudaMemcpyDeviceToHost, g_stream)); }
 static void buf_free(dbuf *o) {
   free(o->h);
   free(o->hcopy);
@@ -578,7 +516,7 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
   kg_exec ex;
   memset(&ex, 0, sizeof ex);
   ex.backend = BACKEND;
-  ex.stream = (void *)g_st;
+  ex.stream = (void *)g_stream;
   ex.variant = force;
   static char why[8192];
   unsigned char *wsp = NULL;
@@ -589,7 +527,7 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
   /* ---- refusals: the call must fail with tc->expect and write nothing ---- */
   if (tc->expect != KG_SUCCESS) {
     st = kg_dualgemm(&g, &ex);
-    CK(cudaStreamSynchronize(g_st));
+    CK(cudaStreamSynchronize(g_stream));
     CK(cudaGetLastError());
     if (st != tc->expect) {
       explain_line(&g, &ex, why, sizeof why);
@@ -631,7 +569,7 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
   }
   if (need > 0) {
     wsp = (unsigned char *)arena_alloc(need);
-    CK(cudaMemsetAsync(wsp, 0xff, need, g_st));  /* NaN as f32: the kernel must initialize what it reads */
+    CK(cudaMemsetAsync(wsp, 0xff, need, g_stream));  /* NaN as f32: the kernel must initialize what it reads */
     ex.workspace = wsp;
     ex.workspace_size = need - 1;
     st = kg_dualgemm(&g, &ex);
@@ -640,12 +578,12 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
             kg_status_string(KG_ERROR_WORKSPACE_TOO_SMALL));
       ok = 0;
     }
-    CK(cudaStreamSynchronize(g_st));
+    CK(cudaStreamSynchronize(g_stream));
     /* nothing written by the refused call: the outputs still hold the poison */
     for (int q = 0; q < 3; q++) {
       if (!D[q].used) continue;
       download(&D[q]);
-      CK(cudaStreamSynchronize(g_st));
+      CK(cudaStreamSynchronize(g_stream));
       for (int64_t i = 0; i < D[q].total + 2 * GUARD; i++)
         if (!is_poison(D[q].h, t, i)) {
           failf("the call refused for its workspace wrote D%d (offset %lld)", q, (long long)(i - GUARD));
@@ -665,11 +603,11 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
     ok = 0;
     goto done;
   }
-  CK(cudaStreamSynchronize(g_st));
+  CK(cudaStreamSynchronize(g_stream));
   CK(cudaGetLastError());
   for (int q = 0; q < 3; q++)
     if (D[q].used) download(&D[q]);
-  CK(cudaStreamSynchronize(g_st));
+  CK(cudaStreamSynchronize(g_stream));
 
   /* ---- element checks ---- */
   {
@@ -787,9 +725,9 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
       poison(D[q].h, t, D[q].total + 2 * GUARD);
       upload(&D[q]);
     }
-    CK(cudaMemsetAsync(wsp, 0xff, need, g_st));
+    CK(cudaMemsetAsync(wsp, 0xff, need, g_stream));
     st = kg_dualgemm(&g, &ex);
-    CK(cudaStreamSynchronize(g_st));
+    CK(cudaStreamSynchronize(g_stream));
     CK(cudaGetLastError());
     if (st != KG_SUCCESS) {
       failf("second split-K run returned '%s'", kg_status_string(st));
@@ -798,7 +736,7 @@ static int run_one(const tcase *tc, const refdata *R, const dvar *v, const char 
       for (int q = 0; q < 3; q++) {
         if (!D[q].used) continue;
         download(&D[q]);
-        CK(cudaStreamSynchronize(g_st));
+        CK(cudaStreamSynchronize(g_stream));
         if (memcmp(first[q], D[q].h, D[q].bytes) != 0) {
           failf("second split-K run differs in D%d", q);
           ok = 0;
@@ -813,7 +751,7 @@ check_untouched:
   for (int i = 0; i < 5; i++) {
     if (!ins[i]->used) continue;
     download(ins[i]);
-    CK(cudaStreamSynchronize(g_st));
+    CK(cudaStreamSynchronize(g_stream));
     if (memcmp(ins[i]->h, ins[i]->hcopy, ins[i]->bytes) != 0) {
       static const char *nm[5] = { "A", "B0", "B1", "C0", "C1" };
       failf("input %s was modified", nm[i]);
@@ -824,7 +762,7 @@ check_untouched:
     for (int q = 0; q < 3; q++) {
       if (!D[q].used) continue;
       download(&D[q]);
-      CK(cudaStreamSynchronize(g_st));
+      CK(cudaStreamSynchronize(g_stream));
       for (int64_t i = 0; i < D[q].total + 2 * GUARD; i++)
         if (!is_poison(D[q].h, t, i)) {
           failf("refused call wrote D%d (offset %lld)", q, (long long)(i - GUARD));
@@ -834,7 +772,7 @@ check_untouched:
     }
 
 done:
-  CK(cudaStreamSynchronize(g_st));
+  CK(cudaStreamSynchronize(g_stream));
   buf_free(&A); buf_free(&B0); buf_free(&B1);
   for (int q = 0; q < 2; q++) buf_free(&C[q]);
   for (int q = 0; q < 3; q++) buf_free(&D[q]);
@@ -954,7 +892,7 @@ int main(void) {
   CK(cudaGetDevice(&dev));
   CK(cudaGetDeviceProperties(&prop, dev));
   printf("test_gpu_dual: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
-  CK(cudaStreamCreateWithFlags(&g_st, cudaStreamNonBlocking));
+  CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   g_arena.cap = (size_t)256 << 20;
   CK(cudaMalloc((void **)&g_arena.base, g_arena.cap));
 
@@ -1087,7 +1025,7 @@ int main(void) {
   for (int vi = 0; vi < nv; vi++)
     printf("  %-64s %4d cases\n", vars[vi].name, vars[vi].runs);
   CK(cudaFree(g_arena.base));
-  CK(cudaStreamDestroy(g_st));
+  CK(cudaStreamDestroy(g_stream));
   free(vars);
   summary();
   return g_fail ? 1 : 0;

@@ -37,139 +37,21 @@
 **
 ** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_dualgemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
-** Checking the test itself without a GPU: -DKG_FP4DUAL_TEST_HOST runs the C-backend variants
+** Checking the test itself without a GPU: -DKG_GPU_TEST_HOST runs the C-backend variants
 ** (kg_fp4dualgemm_c_*, kg_amax_c_*) in host memory (the small-M limits then do not apply):
-**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4DUAL_TEST_HOST -Iruntime/include \
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_GPU_TEST_HOST -Iruntime/include \
 **     tests/gpu/test_gpu_dualgemm_fp4.c build/c/libkg.a -lm -lpthread -o build/test_dualgemm_fp4_host
 */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "gpu_test.h"
+#include "../c/fp4_ref.h"
 
-#ifndef KG_FP4DUAL_TEST_HOST
-#include <cuda_runtime.h>
-#endif
-
-#include "kg.h"
-
-#ifdef KG_FP4DUAL_TEST_HOST
-#define BACKEND_NAME "c"
-#define BACKEND KG_BACKEND_C
-#else
-#define BACKEND_NAME "cuda"
-#define BACKEND KG_BACKEND_CUDA
-#endif
 #define DPREFIX "kg_fp4dualgemm_" BACKEND_NAME "_"
 #define APREFIX "kg_amax_" BACKEND_NAME "_"
 
 #define POISON 0xFFu
 #define GUARD ((size_t)256)
 
-static int g_pass, g_fail;
-static void summary(void) { printf("%d passed, %d failed\n", g_pass, g_fail); fflush(stdout); }
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
-  return p;
-}
-
-#ifdef KG_FP4DUAL_TEST_HOST
-static void *g_stream = NULL;
-static void *dev_alloc(size_t n) { return xmalloc(n); }
-static void dev_free(void *p) { free(p); }
-static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
-static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
-static void dev_sync(void) {}
-#else
-static cudaStream_t g_stream;
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      g_fail++;                                                                               \
-      summary();                                                                              \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
-static void *dev_alloc(size_t n) { void *p = NULL; CK(cudaMalloc(&p, n ? n : 1)); return p; }
-static void dev_free(void *p) { CK(cudaFree(p)); }
-static void h2d(void *d, const void *h, size_t n) { CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
-static void d2h(void *h, const void *d, size_t n) { CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)); }
-static void dev_sync(void) { CK(cudaStreamSynchronize(g_stream)); CK(cudaGetLastError()); }
-#endif
-
 /* ---- reference numerics ---------------------------------------------------------------------- */
-static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
-static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
-static double e4m3(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  if (e == 15 && m == 7) return NAN;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  return (c & 0x80u) ? -v : v;
-}
-static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
-static double f16_val(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1.0 + m / 1024.0, e - 15);
-  return (h & 0x8000u) ? -v : v;
-}
-static double bf16_val(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-static double val16(uint16_t h, int bf) { return bf ? bf16_val(h) : f16_val(h); }
-/* Nearest-even 16-bit pattern of v (normal, |v| < 65504, or zero): inputs only. */
-static uint16_t to16(double v, int bf) {
-  float f = (float)v;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (bf) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  double a = fabs(v);
-  if (a < ldexp(1.0, -14)) return (uint16_t)(v < 0 ? 0x8000u : 0);
-  int e;
-  double fr = frexp(a, &e);
-  double mant = nearbyint((fr * 2.0 - 1.0) * 1024.0);
-  int ex = e - 1 + 15;
-  if (mant >= 1024.0) { mant = 0; ex++; }
-  return (uint16_t)((v < 0 ? 0x8000u : 0) | ((unsigned)ex << 10) | (unsigned)mant);
-}
-/* Value of v rounded to the output type (nearest even; overflow to Inf). */
-static double round16(double v, int bf) {
-  if (bf) return bf16_val(to16(v, 1));
-  if (fabs(v) >= 65520.0) return v > 0 ? INFINITY : -INFINITY;
-  if (fabs(v) < ldexp(1.0, -14)) return nearbyint(v * ldexp(1.0, 24)) * ldexp(1.0, -24);   /* subnormals */
-  return f16_val(to16(v, 0));
-}
-
-static int64_t sf_off(int layout, int64_t rows, int64_t kv, int64_t g, int64_t r, int64_t kb) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return g * rows * kv + r * kv + kb;
-  if (layout == KG_SF_SWIZZLED_128X4) {
-    int64_t mt = (rows + 127) / 128;
-    return g * mt * kt * 512 + (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
-  }
-  int64_t mt = (rows + 7) / 8;
-  return g * mt * kt * 32 + (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
-}
-static size_t sf_bytes(int layout, int64_t rows, int64_t kv, int64_t groups) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return (size_t)(groups * rows * kv);
-  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)(groups * ((rows + 127) / 128) * kt * 512);
-  return (size_t)(groups * ((rows + 7) / 8) * kt * 32);
-}
-
-static double op_ref(int op, double x, double y) {
-  if (op == KG_DUAL_SWIGLU) return x / (1.0 + exp(-x)) * y;
-  if (op == KG_DUAL_GEGLU) return x / (1.0 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x))) * y;
-  return x * y;
-}
-
 static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
 static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
@@ -288,21 +170,21 @@ static void make_fop(fop *o, const dvar *v, int64_t rows, int64_t ld, int64_t ba
 
 static void fill_sf(fop *o, const dvar *v, int layout, int64_t k) {
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
-  o->sfn = sf_bytes(layout, o->rows, kv, o->groups);
+  o->sfn = ref_sf_bytes(layout, o->rows, kv, o->groups);
   o->sf = xmalloc(o->sfn);
   memset(o->sf, 0xff, o->sfn);
   for (int64_t g = 0; g < o->groups; g++)
     for (int64_t r = 0; r < o->rows; r++)
       for (int64_t kb = 0; kb < kv; kb++)
-        o->sf[sf_off(layout, o->rows, kv, g, r, kb)] = (uint8_t)rint_in(sf_lo(v->format, o->with_gs), sf_hi(v->format, o->with_gs));
+        o->sf[ref_sf_off(layout, o->rows, kv, g, r, kb)] = (uint8_t)rint_in(sf_lo(v->format, o->with_gs), sf_hi(v->format, o->with_gs));
 }
 
 static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_t z, int64_t r, int64_t kk) {
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
   const int64_t g = o->bs != 0 ? z : 0;
   unsigned byte = o->q[g * o->bs + r * o->ld + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-  unsigned s = o->sf[sf_off(layout, o->rows, kv, g, r, kk / bsz)];
-  return v->format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / (double)o->gs[g] : e2m1(code) * ue8m0(s);
+  unsigned s = o->sf[ref_sf_off(layout, o->rows, kv, g, r, kk / bsz)];
+  return v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)o->gs[g] : ref_e2m1(code) * ref_ue8m0(s);
 }
 
 /* One DualGemm case of v. Returns 1 on pass; *worst: error in tolerance units. */
@@ -381,7 +263,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
   a.ldd0 = a.ldd1 = a.ldd2 = ldd;
   a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = bsd;
   a.alpha0 = alpha[0]; a.beta0 = beta[0]; a.alpha1 = alpha[1]; a.beta1 = beta[1];
-  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_exec e = exec_for(v->name);
   kg_status st = kg_dualgemm_fp4(&a, &e);
   dev_sync();
   int ok = 1, shown = 0;
@@ -433,9 +315,9 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
             } else if (err / tol[b] > *worst) *worst = err / tol[b];
           }
         }
-        const double ref2 = op_ref(v->op, xr[0], xr[1]);
+        const double ref2 = ref_dual_op(v->op, xr[0], xr[1]);
         const double e0 = tol[0] + 2.0 * u * fabs(x[0]), e1 = tol[1] + 2.0 * u * fabs(x[1]);
-        const double g0 = v->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(op_ref(v->op, xr[0], 1.0)) + 1.2 * e0;
+        const double g0 = v->op == KG_DUAL_MUL ? fabs(xr[0]) + e0 : fabs(ref_dual_op(v->op, xr[0], 1.0)) + 1.2 * e0;
         const double tol2 = (v->op == KG_DUAL_MUL ? 1.0 : 1.2) * e0 * (fabs(xr[1]) + e1) + g0 * e1 +
                             4.0 * u * fabs(ref2) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
         const double got2 = val16(D[2][di], bf), err2 = fabs(got2 - ref2);
@@ -446,7 +328,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
           ok = 0;
         } else if (err2 / tol2 > *worst) *worst = err2 / tol2;
         if (v->sd0 && v->sd1) {
-          double own = op_ref(v->op, val16(D[0][di], bf), val16(D[1][di], bf));
+          double own = ref_dual_op(v->op, val16(D[0][di], bf), val16(D[1][di], bf));
           if (!(fabs(got2 - own) <= 4.0 * u * fabs(own) + 1e-30)) {
             if (shown++ < 4) printf("FAIL %s: D2 = %.9g but op(D0, D1) = %.9g\n", what, got2, own);
             ok = 0;
@@ -473,7 +355,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
 /* Statuses: m = 17 on warp and skinny kernels, misaligned ldb0, split-K, odd k; D2 untouched. */
 static int run_dual_statuses(const dvar *v) {
   const int64_t n = 8, k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
-  const size_t sfn = sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? sf_bytes(v->layout_a, 17, kv, 1) : 0;
+  const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, 17, kv, 1) : 0;
   dbuf dA = up(NULL, (size_t)(17 * (k + 16) * 2)), dB = up(NULL, (size_t)(n * (k / 2 + 16))), dS = up(NULL, sfn);
   dbuf dSA = up(NULL, sfan ? sfan : 1), dD = up(NULL, (size_t)(17 * n * 2));
   kg_dualgemm_fp4_args a;
@@ -487,7 +369,7 @@ static int run_dual_statuses(const dvar *v) {
   a.store_d0 = v->sd0; a.store_d1 = v->sd1;
   a.d0 = v->sd0 ? dD.p : NULL; a.d1 = v->sd1 ? dD.p : NULL; a.d2 = dD.p;
   a.ldd0 = a.ldd1 = a.ldd2 = n; a.alpha0 = a.alpha1 = 1.0f;
-  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_exec e = exec_for(v->name);
   int ok = 1;
   char buf[8192];
   kg_status st;
@@ -498,7 +380,7 @@ static int run_dual_statuses(const dvar *v) {
     if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %.300s\n", v->name, buf); ok = 0; }
   }
   a.m = 4;
-  if (v->a_fp4) a.sf_a_bytes = sf_bytes(v->layout_a, 4, kv, 1);
+  if (v->a_fp4) a.sf_a_bytes = ref_sf_bytes(v->layout_a, 4, kv, 1);
   if (BACKEND != KG_BACKEND_C) {
     a.ldb0 = k / 2 + 8;
     st = kg_dualgemm_fp4(&a, &e);
@@ -549,7 +431,7 @@ static int run_amax(const char *name, kg_dtype t, int64_t batch, int64_t rows, i
       }
   dbuf dX = up(X, xn * es), dO = up(NULL, (size_t)batch * 4);
   kg_amax_args a = { t, batch, rows, cols, dX.p, ldx, bs, (float *)dO.p };
-  kg_exec e = { BACKEND, g_stream, NULL, 0, name };
+  kg_exec e = exec_for(name);
   kg_status st = kg_amax(&a, &e);
   dev_sync();
   int ok = st == KG_SUCCESS;
@@ -575,10 +457,10 @@ int main(int argc, char **argv) {
     summary();
     return 1;
   }
-#ifndef KG_FP4DUAL_TEST_HOST
+#ifndef KG_GPU_TEST_HOST
   CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
 #else
-  printf("test_gpu_dualgemm_fp4: HOST BUILD (KG_FP4DUAL_TEST_HOST): C-backend variants, host memory\n");
+  printf("test_gpu_dualgemm_fp4: HOST BUILD (KG_GPU_TEST_HOST): C-backend variants, host memory\n");
 #endif
   int nd = 0, na = 0;
   for (int i = 0; i < kg_variant_count(); i++) {

@@ -12,7 +12,8 @@
 **     sign kept (-0 is code 8), NaN -> +0; E4M3 by nearest-value search over a table of the 127
 **     finite codes (ties to even, saturating at 448); UE8M0 by powers of two in double (round up
 **     2^ceil(log2(amax/6)), round down 2^floor(log2(amax/6)), OCP 2^(floor(log2 amax) - 2),
-**     clamped to bytes 0..254); f16 / bf16 conversions written out here.
+**     clamped to bytes 0..254); f16 / bf16 conversions written out in gpu_test.h; the E2M1, E4M3 and
+**     UE8M0 helpers shared with tests/c/check_fp4.c are in tests/c/fp4_ref.h.
 **   - NVFP4: amax in f32 (NaN ignored), sf = e4m3(gs * (amax / 6.0f)) and the dequantization scale
 **     dq = f32(sf) / gs with the f32 operations kg.h prescribes; MXFP4: dq = 2^(sf - 127). The value
 **     each element rounds from is x / dq in double (the exact pre-rounding value).
@@ -61,33 +62,19 @@
 ** Usage: test_gpu_fp4 [SUBSTRING] -- with an argument, only the variants whose name contains it
 ** (the unswizzle round trip still uses the swizzle variant of its layout).
 **
-** Checking the test itself without a GPU: compiled with -DKG_FP4_TEST_HOST the same program
+** Checking the test itself without a GPU: compiled with -DKG_GPU_TEST_HOST the same program
 ** runs the C-backend variants (kg_fp4_c_*, host memory, memcpy for transfers), e.g.
-**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4_TEST_HOST -Iruntime/include \
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_GPU_TEST_HOST -Iruntime/include \
 **     tests/gpu/test_gpu_fp4.c build/c/libkg.a -lm -lpthread -o build/test_fp4_host
 ** That only validates the test's reference and bookkeeping (the C variants are checked
 ** by tests/c/check_fp4.c); the GPU build is the test.
 */
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#ifndef KG_FP4_TEST_HOST
-#include <cuda_runtime.h>
-#endif
+#include "gpu_test.h"
+#include "../c/fp4_ref.h"
 
-#include "kg.h"
-
-#ifdef KG_FP4_TEST_HOST
-#define VPREFIX "kg_fp4_c_"
-#define BACKEND KG_BACKEND_C
-#else
-#define VPREFIX "kg_fp4_cuda_"
-#define BACKEND KG_BACKEND_CUDA
-#endif
+#define VPREFIX "kg_fp4_" BACKEND_NAME "_"
 
 #define POISON 0xABu
 #define GUARD ((size_t)256)   /* bytes before and after every buffer */
@@ -95,63 +82,6 @@
 #define LARGE_ROWS 4096   /* the large case: E = 2, LARGE_ROWS x LARGE_K */
 #endif
 #define LARGE_K 4096
-
-static int g_pass, g_fail;
-
-static void summary(void) {
-  printf("%d passed, %d failed\n", g_pass, g_fail);
-  fflush(stdout);
-}
-
-static void *xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) { fprintf(stderr, "out of host memory (%zu bytes)\n", bytes); exit(2); }
-  return p;
-}
-
-/* ---- device memory ------------------------------------------------------------------------------ */
-
-#ifdef KG_FP4_TEST_HOST
-static void *g_stream = NULL;
-static void *dev_alloc(size_t n) { return xmalloc(n); }
-static void dev_free(void *p) { free(p); }
-static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
-static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
-static void dev_sync(void) {}
-#else
-static cudaStream_t g_stream;
-
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      g_fail++;                                                                               \
-      summary();                                                                              \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
-
-static void *dev_alloc(size_t n) {
-  void *p = NULL;
-  CK(cudaMalloc(&p, n));
-  return p;
-}
-static void dev_free(void *p) { CK(cudaFree(p)); }
-static void h2d(void *d, const void *h, size_t n) {
-  CK(cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, g_stream));
-  CK(cudaStreamSynchronize(g_stream));
-}
-static void d2h(void *h, const void *d, size_t n) {
-  CK(cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, g_stream));
-  CK(cudaStreamSynchronize(g_stream));
-}
-/* After every kg call: the kernel finished and no error is pending. */
-static void dev_sync(void) {
-  CK(cudaStreamSynchronize(g_stream));
-  CK(cudaGetLastError());
-}
-#endif
 
 /* A backend buffer of n payload bytes with GUARD bytes on each side; h is the host image of the
 ** whole allocation, saved a copy of what was uploaded. */
@@ -259,35 +189,7 @@ static double rng_normalish(uint64_t *s) {
   return (rng_uniform(s) + rng_uniform(s) + rng_uniform(s) + rng_uniform(s) - 2.0) * 1.7320508;
 }
 
-/* ---- element types (written here, round to nearest even) --------------------------------------- */
-
-static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t u = f2u(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static double bf16_to_f64(uint16_t h) { return u2f((uint32_t)h << 16); }
-
-static uint16_t f32_to_f16(float f) {
-  uint32_t x = f2u(f), ax = x & 0x7fffffffu;
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  if (ax > 0x7f800000u) return sign | 0x7e00u;            /* NaN */
-  if (ax >= 0x477ff000u) return sign | 0x7c00u;           /* >= 65520 rounds to inf */
-  if (ax < 0x38800000u)                                   /* below 2^-14: subnormal or zero */
-    return sign | (uint16_t)rintf(u2f(ax) * 16777216.0f); /* units of 2^-24; 1024 is 2^-14 */
-  uint32_t h = (((ax >> 23) - 112u) << 10) | ((ax >> 13) & 0x3ffu), rem = ax & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
-  return sign | (uint16_t)h;
-}
-static double f16_to_f64(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp((double)m, -24) : ldexp((double)(m | 1024), e - 25);
-  return (h & 0x8000u) ? -v : v;
-}
+/* ---- element types (conversions in gpu_test.h) ------------------------------------------------- */
 
 static size_t esize(kg_dtype t) { return t == KG_F32 ? 4 : 2; }
 static const char *tname(kg_dtype t) { return t == KG_F32 ? "f32" : t == KG_F16 ? "f16" : "bf16"; }
@@ -325,28 +227,7 @@ static uint32_t t_neg(kg_dtype t, uint32_t b) { return b | (t == KG_F32 ? 0x8000
 
 /* ---- reference numerics ------------------------------------------------------------------------- */
 
-static const double E2M1_MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
 static const double TIE_POINTS[7] = { 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0 };
-
-static double e2m1_value(unsigned code) {
-  double v = E2M1_MAG[code & 7u];
-  return (code & 8u) ? -v : v;
-}
-
-/* Nearest E2M1 magnitude, ties to the even code, saturating; NaN -> +0; sign kept. */
-static unsigned e2m1_code(double x) {
-  if (isnan(x)) return 0;
-  double a = fabs(x);
-  unsigned best = 7;
-  if (a < 6.0) {
-    double bd = INFINITY;
-    for (unsigned c = 0; c < 8; c++) {
-      double d = fabs(a - E2M1_MAG[c]);
-      if (d < bd || (d == bd && c % 2 == 0)) { best = c; bd = d; }
-    }
-  }
-  return (signbit(x) ? 8u : 0u) | best;
-}
 
 /* e exactly on an E2M1 decision point (a tie between two codes)? */
 static int is_tie(double e) {
@@ -355,20 +236,9 @@ static int is_tie(double e) {
   return 0;
 }
 
-/* One FP4 step (element units) at magnitude a. */
-static double e2m1_step(double a) { return a < 2.0 ? 0.5 : a < 4.0 ? 1.0 : 2.0; }
-
-/* E4M3 value of a byte (sign bit honoured; 0x7f / 0xff NaN). */
-static double e4m3_value(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  if (e == 15 && m == 7) v = NAN;
-  return (c & 0x80u) ? -v : v;
-}
-
 static double E4M3_TAB[127];   /* values of codes 0 .. 0x7e, increasing */
 static void e4m3_init(void) {
-  for (unsigned c = 0; c < 127; c++) E4M3_TAB[c] = e4m3_value(c);
+  for (unsigned c = 0; c < 127; c++) E4M3_TAB[c] = ref_e4m3(c);
 }
 
 /* E4M3 code of v: nearest finite non-negative value, ties to the even code, saturating at 448;
@@ -385,26 +255,6 @@ static unsigned e4m3_code(double v) {
   if (dl < dh) return lo;
   if (dh < dl) return hi;
   return lo % 2 == 0 ? lo : hi;
-}
-
-/* UE8M0 byte by rule (0 up, 1 down, 2 OCP) from powers of two in double. */
-static unsigned mx_byte(double amax, int rule) {
-  if (!(amax > 0.0)) return 0;
-  if (isinf(amax)) return 254;
-  int e;
-  if (rule == KG_MX_ROUND_UP) {          /* smallest e with amax <= 6 * 2^e */
-    e = ilogb(amax);
-    while (amax > ldexp(6.0, e)) e++;
-    while (amax <= ldexp(6.0, e - 1)) e--;
-  } else if (rule == KG_MX_ROUND_DOWN) { /* largest e with 6 * 2^e <= amax */
-    e = ilogb(amax);
-    while (ldexp(6.0, e) > amax) e--;
-    while (ldexp(6.0, e + 1) <= amax) e++;
-  } else {                                /* OCP: floor(log2 amax) - 2 */
-    e = ilogb(amax) - 2;
-  }
-  e += 127;
-  return (unsigned)(e < 0 ? 0 : e > 254 ? 254 : e);
 }
 
 /* NVFP4 global scale of a group amax (kg.h: 2688 / amax in f32; 1 when that is not finite and > 0). */
@@ -531,15 +381,6 @@ static int parse_variant(const char *name, fvar *o) {
   return 1;
 }
 
-static kg_exec exec_for(const char *variant) {
-  kg_exec e;
-  memset(&e, 0, sizeof e);
-  e.backend = BACKEND;
-  e.stream = (void *)g_stream;
-  e.variant = variant;
-  return e;
-}
-
 /* ---- quantize / dequantize problems ------------------------------------------------------------- */
 
 typedef struct qshape { int64_t batch, rows, k, xpad, qpad; } qshape;
@@ -658,7 +499,7 @@ static void fill_x(fprob *p, uint64_t *r, int plain, int big_groups_mask) {
       if (kind <= 1) {
         for (int64_t j = 0; j < a->k; j++) {
           const int c = rng_int(r, 0, 31);
-          double v = c == 0 ? 0.0 : c == 1 ? s * e2m1_value((unsigned)rng_int(r, 0, 15)) : s * 2.0 * rng_normalish(r);
+          double v = c == 0 ? 0.0 : c == 1 ? s * ref_e2m1((unsigned)rng_int(r, 0, 15)) : s * 2.0 * rng_normalish(r);
           put_el(t, x, xi(p, g, m, j), v);
         }
       } else if (kind == 2) {
@@ -668,7 +509,7 @@ static void fill_x(fprob *p, uint64_t *r, int plain, int big_groups_mask) {
           const int64_t lead = j0 + rng_int(r, 0, (int)n - 1);
           for (int64_t j = j0; j < j0 + n; j++) {
             const double sign = rng_int(r, 0, 1) ? -1.0 : 1.0;
-            double v = j == lead ? 6.0 : rng_int(r, 0, 3) ? TIE_POINTS[rng_int(r, 0, 6)] : E2M1_MAG[rng_int(r, 0, 7)];
+            double v = j == lead ? 6.0 : rng_int(r, 0, 3) ? TIE_POINTS[rng_int(r, 0, 6)] : REF_E2M1_MAG[rng_int(r, 0, 7)];
             put_el(t, x, xi(p, g, m, j), sign * ldexp(v, tp));
           }
         }
@@ -752,9 +593,9 @@ static void check_quantize(fprob *p, fvar *v) {
           const float gs = p->gsv ? p->gsv[g] : 1.0f;
           const float sfv = gs * (amax / 6.0f);   /* f32 operations, as kg.h specifies */
           want_sf = e4m3_code(sfv);
-          dq = (float)e4m3_value(want_sf) / gs;    /* f32 division */
+          dq = (float)ref_e4m3(want_sf) / gs;    /* f32 division */
         } else {
-          want_sf = mx_byte(amax, a->mx_round);
+          want_sf = ref_mx_byte(amax, a->mx_round);
           dq = ldexp(1.0, (int)want_sf - 127);
         }
         int ex;
@@ -767,16 +608,16 @@ static void check_quantize(fprob *p, fvar *v) {
           const double xv = get_el(t, x, xi(p, g, m, j));
           const double e = dq != 0.0 ? xv / dq : xv * 0.0;
           const uint8_t byte = q[qi(p, g, m, j / 2)];
-          const unsigned got = j % 2 ? byte >> 4 : byte & 15u, want = e2m1_code(e);
+          const unsigned got = j % 2 ? byte >> 4 : byte & 15u, want = ref_e2m1_code(e);
           v->elements++;
           if (exact && is_tie(e)) v->exact_ties++;
           if (got == want) continue;
           /* allowed: an adjacent code of the same sign where e is within rounding error of their
           ** midpoint; none where the scale is a power of two (no rounding error at all) */
-          const double vg = e2m1_value(got), vw = e2m1_value(want), mid = 0.5 * (vg + vw);
+          const double vg = ref_e2m1(got), vw = ref_e2m1(want), mid = 0.5 * (vg + vw);
           const int adjacent = (got & 8u) == (want & 8u) && abs((int)(got & 7u) - (int)(want & 7u)) == 1;
           if (!exact && adjacent && fabs(e - mid) <= 1e-6 * fabs(mid)) {
-            const double steps = fabs(vg - vw) / e2m1_step(fmin(fabs(vg), fabs(vw)));
+            const double steps = fabs(vg - vw) / ref_e2m1_step(fmin(fabs(vg), fabs(vw)));
             v->flips++;
             if (steps > v->max_steps) v->max_steps = steps;
             continue;
@@ -895,11 +736,11 @@ static void dequantize_case(fvar *v, const qshape *s, int with_gs, uint64_t seed
         for (int64_t j = 0; j < a->k; j++) {
           const unsigned sb = sf[sf_off(&p, g, m, j / p.bs)];
           float scale;
-          if (v->format == KG_FP4_NVFP4) scale = (float)e4m3_value(sb) / (p.gsv ? p.gsv[g] : 1.0f);   /* f32 */
+          if (v->format == KG_FP4_NVFP4) scale = (float)ref_e4m3(sb) / (p.gsv ? p.gsv[g] : 1.0f);   /* f32 */
           else scale = sb == 255 ? NAN : (float)ldexp(1.0, (int)sb - 127);
           const uint8_t byte = q[qi(&p, g, m, j / 2)];
           const unsigned code = j % 2 ? byte >> 4 : byte & 15u;
-          const float want32 = (float)(e2m1_value(code) * (double)scale);   /* one f32 rounding */
+          const float want32 = (float)(ref_e2m1(code) * (double)scale);   /* one f32 rounding */
           const uint32_t want = bits_of(t, want32), got = raw_el(t, x, xi(&p, g, m, j));
           if (got == want || (bits_nan(t, want) && bits_nan(t, got))) continue;
           bad("(g %lld, m %lld, j %lld): code %u scale byte 0x%02x: 0x%x (%.9g), want 0x%x (%.9g)", (long long)g,
@@ -1049,8 +890,8 @@ int main(int argc, char **argv) {
     summary();
     return 1;
   }
-#ifdef KG_FP4_TEST_HOST
-  printf("test_gpu_fp4: HOST BUILD (KG_FP4_TEST_HOST): C-backend variants, host memory\n");
+#ifdef KG_GPU_TEST_HOST
+  printf("test_gpu_fp4: HOST BUILD (KG_GPU_TEST_HOST): C-backend variants, host memory\n");
 #else
   int dev = 0;
   struct cudaDeviceProp prop;
@@ -1158,7 +999,7 @@ int main(int argc, char **argv) {
     }
   }
   free(vars);
-#ifndef KG_FP4_TEST_HOST
+#ifndef KG_GPU_TEST_HOST
   CK(cudaStreamDestroy(g_stream));
 #endif
   summary();

@@ -11,8 +11,9 @@
 **
 ** Reference (kg.h W4A16 section, shared/reference/fp4.md): the weight byte of (n, k) is
 ** B[n*ldb + k/2], low nibble for even k; E2M1 from the 8-magnitude table; the scale byte at the
-** layout's offset written out here (linear, 128x4, 8x4 formulas); NVFP4 w = e2m1 * e4m3(sf) / gs,
-** MXFP4 w = e2m1 * 2^(sf-127); bf16 / f16 decoded here; D = alpha * sum a*w + beta * C in double.
+** layout's offset (linear, 128x4, 8x4 formulas, tests/c/fp4_ref.h); NVFP4 w = e2m1 * e4m3(sf) / gs,
+** MXFP4 w = e2m1 * 2^(sf-127) (these decoders in tests/c/fp4_ref.h); bf16 / f16 decoded in
+** gpu_test.h; D = alpha * sum a*w + beta * C in double.
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
@@ -27,121 +28,20 @@
 ** KG_ERROR_INVALID_PROBLEM (m = 17 the same on skinny kernels), and nothing written. Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 **
-** Checking the test itself without a GPU: -DKG_FP4GEMM_TEST_HOST runs the C-backend variants
+** Checking the test itself without a GPU: -DKG_GPU_TEST_HOST runs the C-backend variants
 ** (kg_fp4gemm_c_*) in host memory:
-**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_FP4GEMM_TEST_HOST -Iruntime/include \
+**   make KG_CUDA=0 KG_HIP=0 lib && cc -std=c11 -O2 -DKG_GPU_TEST_HOST -Iruntime/include \
 **     tests/gpu/test_gpu_gemm_fp4.c build/c/libkg.a -lm -lpthread -o build/test_gemm_fp4_host
 */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "gpu_test.h"
+#include "../c/fp4_ref.h"
 
-#ifndef KG_FP4GEMM_TEST_HOST
-#include <cuda_runtime.h>
-#endif
-
-#include "kg.h"
-
-#ifdef KG_FP4GEMM_TEST_HOST
-#define VPREFIX "kg_fp4gemm_c_"
-#define BACKEND KG_BACKEND_C
-#else
-#define VPREFIX "kg_fp4gemm_cuda_"
-#define BACKEND KG_BACKEND_CUDA
-#endif
+#define VPREFIX "kg_fp4gemm_" BACKEND_NAME "_"
 
 #define POISON 0xABu
 #define GUARD ((size_t)256)
 
-static int g_pass, g_fail;
-static void summary(void) { printf("%d passed, %d failed\n", g_pass, g_fail); fflush(stdout); }
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) { fprintf(stderr, "out of host memory\n"); exit(2); }
-  return p;
-}
-
-#ifdef KG_FP4GEMM_TEST_HOST
-static void *g_stream = NULL;
-static void *dev_alloc(size_t n) { return xmalloc(n); }
-static void dev_free(void *p) { free(p); }
-static void h2d(void *d, const void *h, size_t n) { memcpy(d, h, n); }
-static void d2h(void *h, const void *d, size_t n) { memcpy(h, d, n); }
-static void dev_sync(void) {}
-#else
-static cudaStream_t g_stream;
-#define CK(call)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      printf("FAIL CUDA %s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      g_fail++;                                                                               \
-      summary();                                                                              \
-      exit(2);                                                                                \
-    }                                                                                         \
-  } while (0)
-static void *dev_alloc(size_t n) { void *p = NULL; CK(cudaMalloc(&p, n ? n : 1)); return p; }
-static void dev_free(void *p) { CK(cudaFree(p)); }
-static void h2d(void *d, const void *h, size_t n) { CK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
-static void d2h(void *h, const void *d, size_t n) { CK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)); }
-static void dev_sync(void) { CK(cudaStreamSynchronize(g_stream)); CK(cudaGetLastError()); }
-#endif
-
 /* ---- reference numerics ---------------------------------------------------------------------- */
-static const double MAG[8] = { 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0 };
-static double e2m1(unsigned c) { return (c & 8u) ? -MAG[c & 7u] : MAG[c & 7u]; }
-static double e4m3(unsigned c) {
-  unsigned e = (c >> 3) & 15u, m = c & 7u;
-  if (e == 15 && m == 7) return NAN;
-  double v = e == 0 ? ldexp((double)m, -9) : ldexp(1.0 + m / 8.0, (int)e - 7);
-  return (c & 0x80u) ? -v : v;
-}
-static double ue8m0(unsigned e) { return e == 255 ? NAN : ldexp(1.0, (int)e - 127); }
-static double f16_val(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1.0 + m / 1024.0, e - 15);
-  return (h & 0x8000u) ? -v : v;
-}
-static double bf16_val(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-/* Nearest-even 16-bit pattern of an exactly representable-or-not double (inputs only). */
-static uint16_t to16(double v, int bf) {
-  float f = (float)v;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if (bf) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-  /* f16: inputs here are normal, |v| < 4 */
-  double a = fabs(v);
-  if (a < ldexp(1.0, -14)) return (uint16_t)(v < 0 ? 0x8000u : 0);
-  int e;
-  double fr = frexp(a, &e);   /* a = fr * 2^e, fr in [0.5, 1) */
-  double mant = nearbyint((fr * 2.0 - 1.0) * 1024.0);
-  int ex = e - 1 + 15;
-  if (mant >= 1024.0) { mant = 0; ex++; }
-  return (uint16_t)((v < 0 ? 0x8000u : 0) | ((unsigned)ex << 10) | (unsigned)mant);
-}
-
-static int64_t sf_off(int layout, int64_t kv, int64_t r, int64_t kb) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return r * kv + kb;
-  if (layout == KG_SF_SWIZZLED_128X4)
-    return (r / 128) * (kt * 512) + (kb / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + kb % 4;
-  return (r / 8) * (kt * 32) + (kb / 4) * 32 + (r % 8) * 4 + kb % 4;
-}
-static size_t sf_bytes(int layout, int64_t rows, int64_t kv) {
-  int64_t kt = (kv + 3) / 4;
-  if (layout == KG_SF_LINEAR) return (size_t)(rows * kv);
-  if (layout == KG_SF_SWIZZLED_128X4) return (size_t)((rows + 127) / 128 * kt * 512);
-  return (size_t)((rows + 7) / 8 * kt * 32);
-}
-
 static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
 static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
@@ -198,21 +98,21 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
   uint16_t *A = xmalloc(an);
   if (v->a_fp4) for (size_t i = 0; i < an; i++) ((uint8_t *)A)[i] = (uint8_t)rnd();
   else for (int64_t i = 0; i < m * lda; i++) A[i] = to16(uni() * 4.0 - 2.0, v->bf);
-  size_t sfan = v->a_fp4 ? sf_bytes(v->layout_a, m, kv) : 1;
+  size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   uint8_t *SA = xmalloc(sfan);
   memset(SA, 0xff, sfan);
   for (int64_t r = 0; v->a_fp4 && r < m; r++)   /* |A| <= 6 * 2^-3 (MXFP4), 6 * 32 / gs or 6 * 2^-1 (NVFP4) */
     for (int64_t kb = 0; kb < kv; kb++)
-      SA[sf_off(v->layout_a, kv, r, kb)] = v->format == KG_FP4_MXFP4 ? (uint8_t)(118 + rnd() % 7)
+      SA[ref_sf_off(v->layout_a, 0, kv, 0, r, kb)] = v->format == KG_FP4_MXFP4 ? (uint8_t)(118 + rnd() % 7)
                                          : c->with_gs ? (uint8_t)(0x38 + rnd() % 0x29) : (uint8_t)(0x08 + rnd() % 0x29);
   uint8_t *B = xmalloc((size_t)(n * ldb));
   for (int64_t i = 0; i < n * ldb; i++) B[i] = (uint8_t)rnd();
-  size_t sfn = sf_bytes(v->layout, n, kv);
+  size_t sfn = ref_sf_bytes(v->layout, n, kv, 1);
   uint8_t *S = xmalloc(sfn);
   memset(S, 0xff, sfn);
   for (int64_t r = 0; r < n; r++)
     for (int64_t kb = 0; kb < kv; kb++)
-      S[sf_off(v->layout, kv, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x08 + rnd() % 0x68) : (uint8_t)(118 + rnd() % 17);
+      S[ref_sf_off(v->layout, 0, kv, 0, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x08 + rnd() % 0x68) : (uint8_t)(118 + rnd() % 17);
   int64_t cn = c->with_c ? (c->bias ? n : m * ldc) : 0;
   uint16_t *C = xmalloc((size_t)(cn ? cn : 1) * 2);
   for (int64_t i = 0; i < cn; i++) C[i] = to16(uni() * 2.0 - 1.0, v->bf);
@@ -242,7 +142,7 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
     a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA; a.sf_a_bytes = sfan;
     a.global_scale_a = v->format == KG_FP4_NVFP4 && c->with_gs ? (const float *)dGA : NULL;
   }
-  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_exec e = exec_for(v->name);
   kg_status st = kg_gemm_fp4(&a, &e);
   dev_sync();
   int ok = 1;
@@ -259,8 +159,8 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
   for (int64_t j = 0; j < n; j++)
     for (int64_t kk = 0; kk < k; kk++) {
       unsigned byte = B[j * ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-      unsigned s = S[sf_off(v->layout, kv, j, kk / bs)];
-      w[j * k + kk] = v->format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(s) / gs : e2m1(code) * ue8m0(s);
+      unsigned s = S[ref_sf_off(v->layout, 0, kv, 0, j, kk / bs)];
+      w[j * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
     }
   for (int64_t i = 0; ok && i < m; i++)
     for (int64_t j = 0; j < ldd; j++) {
@@ -275,18 +175,18 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
         double av;
         if (v->a_fp4) {
           unsigned byte = ((const uint8_t *)A)[i * lda + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-          unsigned sa = SA[sf_off(v->layout_a, kv, i, kk / bs)];
-          av = v->format == KG_FP4_NVFP4 ? e2m1(code) * e4m3(sa) / gsa : e2m1(code) * ue8m0(sa);
-        } else av = v->bf ? bf16_val(A[i * lda + kk]) : f16_val(A[i * lda + kk]);
+          unsigned sa = SA[ref_sf_off(v->layout_a, 0, kv, 0, i, kk / bs)];
+          av = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(sa) / gsa : ref_e2m1(code) * ref_ue8m0(sa);
+        } else av = v->bf ? bf16_to_f64(A[i * lda + kk]) : f16_to_f64(A[i * lda + kk]);
         double x = av * w[j * k + kk];
         s += x; abs += fabs(x);
       }
-      double cterm = cn ? -0.5 * (v->bf ? bf16_val(C[i * ldc + j]) : f16_val(C[i * ldc + j])) : 0.0;
+      double cterm = cn ? -0.5 * (v->bf ? bf16_to_f64(C[i * ldc + j]) : f16_to_f64(C[i * ldc + j])) : 0.0;
       double ref = 1.25 * s + cterm;
       /* + the output type's subnormal spacing (f16 2^-24): tiny results round absolutely */
       double tol = 2.0 * u * fabs(ref) + (double)(k + 4) * ldexp(1.0, -23) * 1.25 * abs + ldexp(1.0, -22) * fabs(cterm) +
                    (v->bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
-      double got = v->bf ? bf16_val(got16) : f16_val(got16);
+      double got = v->bf ? bf16_to_f64(got16) : f16_to_f64(got16);
       double err = fabs(got - ref);
       if (!(err <= tol)) {
         if (shown++ < 4)
@@ -304,8 +204,8 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
 /* Statuses: m above the limit (GPU), misaligned lda (GPU), odd k; D untouched. */
 static int run_statuses(const gvar *v) {
   const int64_t n = 8, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, m = 17;
-  size_t sfn = sf_bytes(v->layout, n, kv), dn = (size_t)(m * n * 2);
-  size_t sfan = v->a_fp4 ? sf_bytes(v->layout_a, m, kv) : 1;
+  size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * n * 2);
+  size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   uint8_t *dSA = dev_alloc(sfan);
   uint8_t *dA = dev_alloc((size_t)(m * (k + 8) * 2)), *dB = dev_alloc((size_t)(n * k / 2)), *dS = dev_alloc(sfn);
   uint8_t *dD = dev_alloc(dn), *D = xmalloc(dn);
@@ -317,7 +217,7 @@ static int run_statuses(const gvar *v) {
   a.a = dA; a.lda = v->a_fp4 ? k / 2 : k; a.b = dB; a.ldb = k / 2; a.sf_b = dS; a.sf_b_bytes = sfn; a.d = dD; a.ldd = n;
   a.alpha = 1.0f;
   if (v->a_fp4) { a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA; a.sf_a_bytes = sfan; }
-  kg_exec e = { BACKEND, g_stream, NULL, 0, v->name };
+  kg_exec e = exec_for(v->name);
   int ok = 1;
   char buf[4096];
   kg_status st;
@@ -328,7 +228,7 @@ static int run_statuses(const gvar *v) {
     if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %s\n", v->name, buf); ok = 0; }
   }
   a.m = 4;
-  if (v->a_fp4) a.sf_a_bytes = sf_bytes(v->layout_a, 4, kv);
+  if (v->a_fp4) a.sf_a_bytes = ref_sf_bytes(v->layout_a, 4, kv, 1);
   if (BACKEND != KG_BACKEND_C) {
     const int64_t good = a.lda;
     a.lda = v->a_fp4 ? k / 2 + 8 : k + 4;
@@ -358,10 +258,10 @@ int main(int argc, char **argv) {
     summary();
     return 1;
   }
-#ifndef KG_FP4GEMM_TEST_HOST
+#ifndef KG_GPU_TEST_HOST
   CK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
 #else
-  printf("test_gpu_gemm_fp4: HOST BUILD (KG_FP4GEMM_TEST_HOST): C-backend variants, host memory\n");
+  printf("test_gpu_gemm_fp4: HOST BUILD (KG_GPU_TEST_HOST): C-backend variants, host memory\n");
 #endif
   static const gcase CASES[] = {
     { 1, 1, 2, 0, 0, 1 }, { 2, 7, 30, 1, 0, 1 }, { 5, 129, 64, 1, 1, 0 }, { 16, 300, 200, 1, 0, 1 },
