@@ -256,3 +256,43 @@ describe("wave64 vocabulary", function()
     end
   end)
 end)
+
+-- The HIP dialect's tensor-core words (`tc`, used by the MFMA GEMM/DualGemm and
+-- FP4 kernels) must place A, B and the accumulator where the wave64 layouts
+-- say: those are the layouts the C emulation of the MFMA is tested with. The
+-- C expressions are evaluated for every lane (Lua 5.4 shares their integer
+-- operators; LuaJIT has no & or >> syntax, so it leaves this to the lua5.4 run).
+describe("hip tc vocabulary", function()
+  local hip = require("dialects.hip")
+  local eval = _VERSION ~= "Lua 5.1" and function(e, env)
+    return assert(load("return " .. e, "expr", "t", env))()
+  end
+
+  local function coords(code)   -- "(r)|(c)" pairs recorded by addr in element order
+    local out = {}
+    for r, c in code:gmatch("@%((.-)%)|%((.-)%)@") do out[#out + 1] = { r, c } end
+    return out
+  end
+  local function addr(r, c) return "@(" .. r .. ")|(" .. c .. ")@" end
+
+  it("loads A and B and places accumulators in the wave64 MFMA layouts", function()
+    if not eval then pending("LuaJIT: no integer operators to evaluate the C expressions"); return end
+    local W, T = hip.wave, hip.tc
+    local a = coords(T.load_a("x", false, addr, "0", "0"))
+    local b = coords(T.load_b("x", 0, false, addr, "0", "0"))
+    assert.are.equal(4, #a)
+    assert.are.equal(4, #b)
+    for lane = 0, 63 do
+      local env = { lane = lane }
+      for i = 0, 3 do
+        local ar, ac = W.a_rc(lane, i)
+        assert.are.same({ eval(ar, {}), eval(ac, {}) }, { eval(a[i + 1][1], env), eval(a[i + 1][2], env) })
+        local br, bc = W.b_rc(lane, i)
+        assert.are.same({ eval(br, {}), eval(bc, {}) }, { eval(b[i + 1][1], env), eval(b[i + 1][2], env) })
+        local dr, dc = W.d_rc(lane, i)
+        local er, ec = T.acc_coord(i)
+        assert.are.same({ eval(dr, {}), eval(dc, {}) }, { eval(er, env), eval(ec, env) })
+      end
+    end
+  end)
+end)
