@@ -898,19 +898,19 @@ kg_status kg_decode_plan(const kg_decode_args *args, const kg_exec *exec, kg_dec
 kg_status kg_decode_single_plan(const kg_decode_single_args *args, const kg_exec *exec, kg_decode_plan_info *plan) {
   return kg__decode_plan_of(KG_OP_DECODE_SINGLE, args, exec, plan);
 }
-kg_status kg_decode_workspace_size(const kg_decode_args *args, const kg_exec *exec, size_t *bytes) {
+/* Workspace of a decode op: its plan's, 0 when the plan fails. */
+static kg_status kg__decode_workspace(kg_op op, const void *args, const kg_exec *exec, size_t *bytes) {
   kg_decode_plan_info plan;
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
-  kg_status st = kg_decode_plan(args, exec, &plan);
+  kg_status st = kg__decode_plan_of(op, args, exec, &plan);
   *bytes = st == KG_SUCCESS ? plan.workspace_bytes : 0;
   return st;
 }
+kg_status kg_decode_workspace_size(const kg_decode_args *args, const kg_exec *exec, size_t *bytes) {
+  return kg__decode_workspace(KG_OP_DECODE_BATCH, args, exec, bytes);
+}
 kg_status kg_decode_single_workspace_size(const kg_decode_single_args *args, const kg_exec *exec, size_t *bytes) {
-  kg_decode_plan_info plan;
-  if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
-  kg_status st = kg_decode_single_plan(args, exec, &plan);
-  *bytes = st == KG_SUCCESS ? plan.workspace_bytes : 0;
-  return st;
+  return kg__decode_workspace(KG_OP_DECODE_SINGLE, args, exec, bytes);
 }
 kg_status kg_decode_select(const kg_decode_args *args, const kg_exec *exec, const char **name) {
   return kg_attn_select(KG_OP_DECODE_BATCH, args, exec, name);

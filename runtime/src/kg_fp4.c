@@ -702,11 +702,15 @@ kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec) {
 kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name) {
   return kg_fp4_select(KG_OP_GEMM_FP4, args, exec, name);
 }
-kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
+/* Workspace of the FP4 GEMM ops: none, once the problem has a variant. */
+static kg_status kg__fp4_mm_workspace(kg_op op, const void *args, const kg_exec *exec, size_t *bytes) {
   const char *name;
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
   *bytes = 0;
-  return kg_gemm_fp4_select(args, exec, &name);
+  return kg_fp4_select(op, args, exec, &name);
+}
+kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
+  return kg__fp4_mm_workspace(KG_OP_GEMM_FP4, args, exec, bytes);
 }
 
 kg_status kg_dualgemm_fp4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
@@ -716,10 +720,7 @@ kg_status kg_dualgemm_fp4_select(const kg_dualgemm_fp4_args *args, const kg_exec
   return kg_fp4_select(KG_OP_DUALGEMM_FP4, args, exec, name);
 }
 kg_status kg_dualgemm_fp4_workspace_size(const kg_dualgemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
-  const char *name;
-  if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
-  *bytes = 0;
-  return kg_dualgemm_fp4_select(args, exec, &name);
+  return kg__fp4_mm_workspace(KG_OP_DUALGEMM_FP4, args, exec, bytes);
 }
 
 kg_status kg_amax(const kg_amax_args *args, const kg_exec *exec) {
