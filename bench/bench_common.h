@@ -259,4 +259,39 @@ static void bench_version_string(int v, char *buf, size_t cap) {
   snprintf(buf, cap, "%d.%d", v / 1000, (v % 1000) / 10);
 }
 
+/* ---- the run's device and versions ----------------------------------------
+** bench_run_init fills what every benchmark prints in its header: the GPU of
+** the current device, its SM count, compute capability, memory and L2 size
+** (l2_bytes at least 60 MB: benchmarks rotate input sets past twice it), the
+** CUDA runtime / driver versions, the cuBLAS version when a handle is given
+** (else "-"), the commit and the UTC date. */
+typedef struct bench_run {
+  char gpu[256];
+  int sms, cc_major, cc_minor;
+  size_t mem_total, l2_bytes;
+  char rt_ver[16], drv_ver[16], cublas_ver[32], commit[96], date[40];
+} bench_run;
+
+static void bench_run_init(bench_run *r, cublasHandle_t cublas) {
+  int dev = 0, v = 0;
+  struct cudaDeviceProp prop;
+  CK(cudaGetDevice(&dev));
+  CK(cudaGetDeviceProperties(&prop, dev));
+  snprintf(r->gpu, sizeof r->gpu, "%s", prop.name);
+  r->sms = prop.multiProcessorCount;
+  r->cc_major = prop.major; r->cc_minor = prop.minor;
+  r->mem_total = prop.totalGlobalMem;
+  r->l2_bytes = (size_t)prop.l2CacheSize;
+  if (r->l2_bytes < (size_t)60e6) r->l2_bytes = (size_t)60e6;
+  CK(cudaRuntimeGetVersion(&v)); bench_version_string(v, r->rt_ver, sizeof r->rt_ver);
+  CK(cudaDriverGetVersion(&v)); bench_version_string(v, r->drv_ver, sizeof r->drv_ver);
+  snprintf(r->cublas_ver, sizeof r->cublas_ver, "-");
+  if (cublas) {
+    CB(cublasGetVersion(cublas, &v));
+    snprintf(r->cublas_ver, sizeof r->cublas_ver, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+  }
+  bench_commit(r->commit, sizeof r->commit);
+  bench_utc_now(r->date, sizeof r->date);
+}
+
 #endif /* KG_BENCH_COMMON_H */

@@ -89,10 +89,7 @@ static struct {
   const char *force_variant;
   int64_t force_chunk;
   uint64_t seed;
-  char gpu[256];
-  int sms, cc_major, cc_minor;
-  size_t mem_total;
-  char rt_ver[16], drv_ver[16], commit[96], date[40];
+  bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   row rows[N_SHAPES];
   int nrows;
@@ -352,20 +349,9 @@ int main(void) {
   G.force_chunk = bench_env_long("KG_BENCH_CHUNK", 0);
   G.seed = (uint64_t)bench_env_long("KG_BENCH_SEED", 1);
   CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
-  int dev = 0, rt = 0, drv = 0;
-  struct cudaDeviceProp prop;
-  CK(cudaGetDevice(&dev));
-  CK(cudaGetDeviceProperties(&prop, dev));
-  CK(cudaRuntimeGetVersion(&rt));
-  CK(cudaDriverGetVersion(&drv));
-  snprintf(G.gpu, sizeof G.gpu, "%s", prop.name);
-  G.sms = prop.multiProcessorCount;
-  bench_version_string(rt, G.rt_ver, sizeof G.rt_ver);
-  bench_version_string(drv, G.drv_ver, sizeof G.drv_ver);
-  bench_commit(G.commit, sizeof G.commit);
-  bench_utc_now(G.date, sizeof G.date);
-  printf("bench_decode: %s, %d SMs, sm_%d%d, %.1f GiB; CUDA runtime %s, driver %s; commit %s; %s\n", G.gpu, G.sms,
-         prop.major, prop.minor, (double)prop.totalGlobalMem / (1u << 30), G.rt_ver, G.drv_ver, G.commit, G.date);
+  bench_run_init(&G.run, NULL);
+  printf("bench_decode: %s, %d SMs, sm_%d%d, %.1f GiB; CUDA runtime %s, driver %s; commit %s; %s\n", G.run.gpu, G.run.sms,
+         G.run.cc_major, G.run.cc_minor, (double)G.run.mem_total / (1u << 30), G.run.rt_ver, G.run.drv_ver, G.run.commit, G.run.date);
   G.copy_tbs = bench_copy_tbs((size_t)1 << 30, G.reps, G.st, &G.copy_ms);
   printf("ceiling: device-to-device copy of 1 GiB: %.3f TB/s (read + write), median %.3f ms\n", G.copy_tbs, G.copy_ms);
   int failed = 0;

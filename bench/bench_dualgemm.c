@@ -98,11 +98,7 @@ static struct {
   int reps;
   const char *force_variant;
   uint64_t seed;
-  size_t l2_bytes;
-  char gpu[256];
-  int sms, cc_major, cc_minor;
-  size_t mem_total;
-  char rt_ver[16], drv_ver[16], cublas_ver[32], commit[96], date[40];
+  bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   int quick;
   int nsets;
@@ -423,11 +419,11 @@ static void print_row_detail(int i, int n, const row *r) {
 }
 
 static void print_header(void) {
-  printf("GPU          %s (sm_%d%d, %d SMs, %.0f GiB, L2 %.0f MB)\n", G.gpu, G.cc_major, G.cc_minor, G.sms,
-         (double)G.mem_total / (1 << 30), (double)G.l2_bytes / 1e6);
-  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.rt_ver, G.drv_ver, G.cublas_ver);
-  printf("commit       %s\n", G.commit);
-  printf("date         %s\n", G.date);
+  printf("GPU          %s (sm_%d%d, %d SMs, %.0f GiB, L2 %.0f MB)\n", G.run.gpu, G.run.cc_major, G.run.cc_minor, G.run.sms,
+         (double)G.run.mem_total / (1 << 30), (double)G.run.l2_bytes / 1e6);
+  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.run.rt_ver, G.run.drv_ver, G.run.cublas_ver);
+  printf("commit       %s\n", G.run.commit);
+  printf("date         %s\n", G.run.date);
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
@@ -480,29 +476,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_dualgemm: the kg CUDA backend is not available (not compiled in, or no GPU)\n");
     return 2;
   }
-  int dev = 0, v = 0;
-  CK(cudaGetDevice(&dev));
-  struct cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
-  snprintf(G.gpu, sizeof G.gpu, "%s", prop.name);
-  G.sms = prop.multiProcessorCount;
-  G.cc_major = prop.major; G.cc_minor = prop.minor;
-  G.mem_total = prop.totalGlobalMem;
-  G.l2_bytes = (size_t)prop.l2CacheSize;
-  if (G.l2_bytes < (size_t)60e6) G.l2_bytes = (size_t)60e6;
-  CK(cudaRuntimeGetVersion(&v)); bench_version_string(v, G.rt_ver, sizeof G.rt_ver);
-  CK(cudaDriverGetVersion(&v)); bench_version_string(v, G.drv_ver, sizeof G.drv_ver);
   CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
   CB(cublasCreate(&G.cublas));
   CB(cublasSetStream(G.cublas, G.st));
-  CB(cublasGetVersion(G.cublas, &v));
-  snprintf(G.cublas_ver, sizeof G.cublas_ver, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
-  bench_commit(G.commit, sizeof G.commit);
-  bench_utc_now(G.date, sizeof G.date);
+  bench_run_init(&G.run, G.cublas);
 
   /* weight sets: enough that consecutive launches never find their weights in L2 (>= 2) */
   const size_t w_elems = (size_t)2 * N_DIM * K_DIM;
-  G.nsets = (int)ceil(2.5 * (double)G.l2_bytes / (double)(w_elems * 2));
+  G.nsets = (int)ceil(2.5 * (double)G.run.l2_bytes / (double)(w_elems * 2));
   if (G.nsets < 2) G.nsets = 2;
   if (G.nsets > MAX_SETS) G.nsets = MAX_SETS;
 

@@ -50,10 +50,7 @@ static struct {
   cublasHandle_t cublas;
   int reps, quick;
   uint64_t seed;
-  size_t l2_bytes;
-  char gpu[256];
-  int sms, cc_major, cc_minor;
-  char rt_ver[16], drv_ver[16], cublas_ver[32], commit[96], date[40];
+  bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   int nrows, fails;
   char table[MAX_ROWS][256];
@@ -102,7 +99,7 @@ static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int 
   w->kv = kg_fp4_kv(f, k);
   check_kg(kg_sf_size(KG_SF_SWIZZLED_128X4, n, w->kv, 1, &w->sf_bytes), "kg_sf_size");
   w->fp4_bytes = (double)nw * ((double)n * (double)k / 2 + (double)w->sf_bytes);
-  int sets = (int)ceil(2.5 * (double)G.l2_bytes / w->fp4_bytes);
+  int sets = (int)ceil(2.5 * (double)G.run.l2_bytes / w->fp4_bytes);
   w->nsets = sets < 2 ? 2 : sets > MAX_SETS ? MAX_SETS : sets;
   const size_t elems = (size_t)nw * (size_t)n * (size_t)k;
   uint16_t *h = (uint16_t *)malloc(elems * 2);
@@ -434,10 +431,10 @@ static void run_quant(kg_fp4_format f, uint64_t *rng) {
 
 /* ---- main ------------------------------------------------------------------------------------------ */
 static void print_header(void) {
-  printf("GPU          %s (sm_%d%d, %d SMs, L2 %.0f MB)\n", G.gpu, G.cc_major, G.cc_minor, G.sms, (double)G.l2_bytes / 1e6);
-  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.rt_ver, G.drv_ver, G.cublas_ver);
-  printf("commit       %s\n", G.commit);
-  printf("date         %s\n", G.date);
+  printf("GPU          %s (sm_%d%d, %d SMs, L2 %.0f MB)\n", G.run.gpu, G.run.cc_major, G.run.cc_minor, G.run.sms, (double)G.run.l2_bytes / 1e6);
+  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.run.rt_ver, G.run.drv_ver, G.run.cublas_ver);
+  printf("commit       %s\n", G.run.commit);
+  printf("date         %s\n", G.run.date);
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
@@ -467,23 +464,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_fp4: the kg CUDA backend is not available (not compiled in, or no GPU)\n");
     return 2;
   }
-  int dev = 0, v = 0;
-  CK(cudaGetDevice(&dev));
-  struct cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
-  snprintf(G.gpu, sizeof G.gpu, "%s", prop.name);
-  G.sms = prop.multiProcessorCount; G.cc_major = prop.major; G.cc_minor = prop.minor;
-  G.l2_bytes = (size_t)prop.l2CacheSize;
-  if (G.l2_bytes < (size_t)60e6) G.l2_bytes = (size_t)60e6;
-  CK(cudaRuntimeGetVersion(&v)); bench_version_string(v, G.rt_ver, sizeof G.rt_ver);
-  CK(cudaDriverGetVersion(&v)); bench_version_string(v, G.drv_ver, sizeof G.drv_ver);
   CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
   CB(cublasCreate(&G.cublas));
   CB(cublasSetStream(G.cublas, G.st));
-  CB(cublasGetVersion(G.cublas, &v));
-  snprintf(G.cublas_ver, sizeof G.cublas_ver, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
-  bench_commit(G.commit, sizeof G.commit);
-  bench_utc_now(G.date, sizeof G.date);
+  bench_run_init(&G.run, G.cublas);
   printf("bench_fp4: %s%s; reps %d (median); seed %llu\n", argv[0], G.quick ? " (KG_BENCH_QUICK=1)" : "", G.reps,
          (unsigned long long)G.seed);
   G.copy_tbs = bench_copy_tbs((size_t)1 << 30, G.reps, G.st, &G.copy_ms);

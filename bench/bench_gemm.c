@@ -86,11 +86,7 @@ static struct {
   int reps;
   const char *force_variant;
   uint64_t seed;
-  size_t l2_bytes;
-  char gpu[256];
-  int sms, cc_major, cc_minor;
-  size_t mem_total;
-  char rt_ver[16], drv_ver[16], cublas_ver[32], commit[96], date[40];
+  bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   double cb_peak_tflops, cb_peak_ms;
   int quick;
@@ -282,7 +278,7 @@ static void run_shape(const shape *s, int idx, row *rw, int with_kg) {
 
   size_t set_bytes = 2 * (p->nA + p->nB + p->nD);  /* what one launch touches */
   size_t alloc_set = 2 * (p->nA + p->nB + 2 * p->nD);
-  int nsets = (int)((2.5 * (double)G.l2_bytes + (double)set_bytes - 1) / (double)set_bytes);
+  int nsets = (int)((2.5 * (double)G.run.l2_bytes + (double)set_bytes - 1) / (double)set_bytes);
   if (nsets < 3) nsets = 3;
   if (nsets > MAX_SETS) nsets = MAX_SETS;
   size_t free_b = 0, total_b = 0;
@@ -408,11 +404,11 @@ static void print_row_detail(int i, int n, const row *r) {
 }
 
 static void print_header(void) {
-  printf("GPU          %s (sm_%d%d, %d SMs, %.0f GiB, L2 %.0f MB)\n", G.gpu, G.cc_major, G.cc_minor, G.sms,
-         (double)G.mem_total / (1 << 30), (double)G.l2_bytes / 1e6);
-  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.rt_ver, G.drv_ver, G.cublas_ver);
-  printf("commit       %s\n", G.commit);
-  printf("date         %s\n", G.date);
+  printf("GPU          %s (sm_%d%d, %d SMs, %.0f GiB, L2 %.0f MB)\n", G.run.gpu, G.run.cc_major, G.run.cc_minor, G.run.sms,
+         (double)G.run.mem_total / (1 << 30), (double)G.run.l2_bytes / 1e6);
+  printf("CUDA         runtime %s, driver supports %s, cuBLAS %s\n", G.run.rt_ver, G.run.drv_ver, G.run.cublas_ver);
+  printf("commit       %s\n", G.run.commit);
+  printf("date         %s\n", G.run.date);
   printf("ceilings     copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms); cuBLAS bf16 8192^3 %.1f TFLOP/s (%.3f ms)\n",
          G.copy_tbs, G.copy_ms, G.cb_peak_tflops, G.cb_peak_ms);
 }
@@ -466,25 +462,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_gemm: the kg CUDA backend is not available (not compiled in, or no GPU)\n");
     return 2;
   }
-  int dev = 0, v = 0;
-  CK(cudaGetDevice(&dev));
-  struct cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
-  snprintf(G.gpu, sizeof G.gpu, "%s", prop.name);
-  G.sms = prop.multiProcessorCount;
-  G.cc_major = prop.major; G.cc_minor = prop.minor;
-  G.mem_total = prop.totalGlobalMem;
-  G.l2_bytes = (size_t)prop.l2CacheSize;
-  if (G.l2_bytes < (size_t)60e6) G.l2_bytes = (size_t)60e6;  /* rotate past >= 2x 60 MB */
-  CK(cudaRuntimeGetVersion(&v)); bench_version_string(v, G.rt_ver, sizeof G.rt_ver);
-  CK(cudaDriverGetVersion(&v)); bench_version_string(v, G.drv_ver, sizeof G.drv_ver);
   CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
   CB(cublasCreate(&G.cublas));
   CB(cublasSetStream(G.cublas, G.st));
-  CB(cublasGetVersion(G.cublas, &v));
-  snprintf(G.cublas_ver, sizeof G.cublas_ver, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
-  bench_commit(G.commit, sizeof G.commit);
-  bench_utc_now(G.date, sizeof G.date);
+  bench_run_init(&G.run, G.cublas);
 
   printf("bench_gemm: %s%s; reps %d (median); B %s%s%s; seed %llu\n", argv[0], G.quick ? " (KG_BENCH_QUICK=1)" : "",
          G.reps, G.bcol ? "col-major" : "row-major", G.force_variant ? "; forced variant " : "",
