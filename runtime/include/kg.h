@@ -377,7 +377,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 **    beta == 0; ldc == 0 adds one bias row to every row.
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
 ** of the block size (the last block is short). One problem per call (no
-** batch, no split-K); the workspace size is 0.
+** batch, no split-K).
 ** GPU backends (CUDA, HIP): the `warp` kernels and the CUDA `skinny` kernels
 ** (bf16 W4A16; weights dequantized in registers into mma.sync) take m <= 16, the `mma`
 ** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
@@ -386,7 +386,46 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
 ** multiple of 16 bytes (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend
-** takes any m and alignment. */
+** takes any m and alignment.
+**
+** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
+** workspace is optional. On CUDA and HIP, when dispatch picks a kernel
+** without an m limit (the `mma` kernels: m > 16, or no small-M kernel takes
+** the problem) and exec->workspace holds kg_gemm_fp4_workspace_size's bytes
+** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead
+** dequantizes the FP4 operands into the workspace with the kg_fp4_dequantize
+** variants (W, or W0 and W1 with all their scale groups, and A for W4A4, as
+** [rows, ldw] of dtype with ldw = k rounded up to 8) and runs kg_gemm /
+** kg_dualgemm's tensor-core (`tensorop`) variant on them (A row-major, the
+** weights as column-major B, C / D as given): the same products up to f32
+** summation order (and the global-scale rounding below), faster for large
+** m. With less workspace than the size query (NULL, 0, too small,
+** misaligned) the call runs the in-kernel variant as before and still
+** succeeds. The size query is 0 where the path
+** does not apply: the C backend (its blocked kernels), the small-M kernels,
+** exec->variant naming an FP4 variant, f16 with MXFP4 (e2m1 * 2^(e-127) can
+** leave f16's range) or with NVFP4 global scales, and problems for which
+** kg_gemm / kg_dualgemm would not run a tensor-core variant (their 8-element
+** alignment of a, c, d and their lds and batch strides; DualGemm ops and
+** stores they lack, e.g. KG_DUAL_MUL or stored D0 / D1 in the shipped
+** specs); kg_explain's last line says which ("dequantize path: not taken:
+** REASON", or "dequantize + NAME: chosen instead of FP4_VARIANT ...").
+** Numerics: without global scales (MXFP4, NVFP4 with NULL) the dequantized
+** values e2m1 * scale are exact in bf16 and f16. The NVFP4 global scales live
+** in backend memory, so they cannot be folded into kg_gemm's host-side
+** alpha: the dequantize applies them (x = e2m1(q) * (f32(sf) / gs) rounded to
+** bf16, kg_fp4_dequantize's rule): one rounding per element, relative
+** error <= 2^-8 (half a bf16 ulp) plus that of the f32 quotient, as for a
+** GEMM on bf16 weights; alpha passes through unchanged.
+** Names: kg_gemm_fp4_select (kg_fp4_select) names the path
+** "dequantize + <kg_gemm variant>" ("dequantize + <kg_dualgemm variant>"),
+** in thread-local storage valid until the thread's next select of the same
+** op (in-kernel names are static). That name in exec->variant forces the
+** path with that kg_gemm / kg_dualgemm variant (any kernel, any m; GPU
+** backends only): KG_ERROR_WORKSPACE_TOO_SMALL / KG_ERROR_MISALIGNED_OPERAND
+** for a short / misaligned workspace, KG_ERROR_NOT_SUPPORTED (or the inner
+** variant's status) where it cannot run. exec->variant naming an FP4
+** variant runs that variant, never the path. */
 typedef struct kg_gemm_fp4_args {
   int64_t m, n, k;
   kg_dtype dtype;               /* A (W4A16), C and D: KG_F16 or KG_BF16 */
@@ -407,7 +446,9 @@ typedef struct kg_gemm_fp4_args {
 } kg_gemm_fp4_args;
 
 kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec);
-/* Bytes of workspace kg_gemm_fp4 needs (always 0 today) after the checks. */
+/* Bytes of workspace that enable the dequantize path (above) for these args
+** and exec (its workspace is not looked at); 0 where the path does not apply.
+** Status: that of the checks and dispatch (kg_gemm_fp4 without workspace). */
 kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes);
 /* Name of the variant kg_gemm_fp4 would run; *name points into static storage. */
 kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name);
@@ -438,7 +479,11 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 ** - No broadcast B1 vector: ldb0, ldb1 >= k/2 (the FP4 weights are matrices).
 ** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
 ** and their batch strides 16-byte multiples on GPUs, a's batch stride a
-** multiple of 8 elements / 16 bytes). Workspace: 0. */
+** multiple of 8 elements / 16 bytes). Workspace: optional, the dequantize path
+** of kg_gemm_fp4 (above): W0 and W1 dequantized with every scale group (a
+** shared operand once) and kg_dualgemm's batched mode with the matching
+** batch strides; each group's global scale is applied by its dequantize, so
+** alpha0 / alpha1 pass through (one kg_dualgemm call for every batch). */
 typedef struct kg_dualgemm_fp4_args {
   kg_mode mode;                 /* KG_MODE_GEMM or KG_MODE_BATCHED */
   int64_t m, n, k;
@@ -467,7 +512,7 @@ typedef struct kg_dualgemm_fp4_args {
 } kg_dualgemm_fp4_args;
 
 kg_status kg_dualgemm_fp4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
-/* Bytes of workspace kg_dualgemm_fp4 needs (always 0 today) after the checks. */
+/* Bytes of workspace that enable the dequantize path; 0 where it does not apply. */
 kg_status kg_dualgemm_fp4_workspace_size(const kg_dualgemm_fp4_args *args, const kg_exec *exec, size_t *bytes);
 /* Name of the variant kg_dualgemm_fp4 would run; *name points into static storage. */
 kg_status kg_dualgemm_fp4_select(const kg_dualgemm_fp4_args *args, const kg_exec *exec, const char **name);

@@ -627,8 +627,9 @@ typedef struct kg__fp4_call {
   kg_sf_job job;      /* conversions */
 } kg__fp4_call;
 
-static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec, kg__fp4_call *call,
-                                const kg_variant **out, kg__sink *sink) {
+/* The op's argument checks, then the exec check; no variant chosen yet. */
+static kg_status kg__fp4_check_op(kg_op op, const void *args, const kg_exec *exec, kg__fp4_call *call,
+                                  kg__sink *sink) {
   kg_status st;
   call->key.mm = NULL;
   switch (op) {
@@ -647,35 +648,350 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
     default: KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d", (int)op);
   }
   if (st != KG_SUCCESS) return st;
-  if ((st = kg__check_exec(exec, sink)) != KG_SUCCESS) return st;
+  return kg__check_exec(exec, sink);
+}
+
+static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec, kg__fp4_call *call,
+                                const kg_variant **out, kg__sink *sink) {
+  kg_status st = kg__fp4_check_op(op, args, exec, call, sink);
+  if (st != KG_SUCCESS) return st;
   return kg__first_fit(op, kg__fp4_rejects_ctx, &call->key, exec, out, sink);
 }
 
+/* ---- the dequantize path of the FP4 GEMM and DualGemm (kg.h) --------------------------
+** On CUDA and HIP, when dispatch picks an FP4 kernel without an m limit (the
+** `mma` kernels: m above the small-M kernels' limit, or no small-M kernel
+** takes the problem) and exec->workspace holds the size query's bytes, the
+** FP4 operands are dequantized into the workspace by the kg_fp4_dequantize
+** variants, [rows, ldw] of the activation type with ldw = k rounded up to 8
+** (16-byte rows: the tensor-core GEMMs' alignment), and kg_gemm /
+** kg_dualgemm's tensor-core variant multiplies them (B column-major: the
+** weights' [n, k] storage). The global scales stay in backend memory, so the
+** dequantize applies them (kg_fp4_dequantize's rule) and alpha passes through.
+** Workspace: W (W0 with its scale groups, then W1), then A (W4A4), each region
+** a multiple of 16 bytes. The size query plans with a stand-in base address
+** (aligned, never dereferenced). */
+
+#define KG__DEQ_PREFIX "dequantize + "
+#define KG__DEQ_STANDIN ((uintptr_t)4096)
+
+typedef struct kg__deq_plan {
+  size_t bytes;                 /* workspace bytes */
+  int ndeq;
+  kg_fp4_args deq[3];           /* W (W0, W1), then A (W4A4) */
+  const kg_variant *deq_v[3];   /* their kg_fp4_dequantize variants */
+  kg_gemm_args g;               /* KG_OP_GEMM_FP4 */
+  kg_dualgemm_args dg;          /* KG_OP_DUALGEMM_FP4 */
+  const kg_variant *inner;      /* the kg_gemm / kg_dualgemm variant */
+} kg__deq_plan;
+
+static int64_t kg__round8(int64_t k) { return (k + 7) / 8 * 8; }
+
+static const kg_variant *kg__variant_named(const char *name) {
+  for (int i = 0; i < kg_variants_count; i++)
+    if (kg_variants[i].name == name || strcmp(kg_variants[i].name, name) == 0) return &kg_variants[i];
+  return NULL;
+}
+
+/* The dequantized operands must be exact in the activation type, or off by
+** kg_fp4_dequantize's one rounding (bf16 with NVFP4 global scales). */
+static kg_status kg__deq_exact(kg_dtype dtype, int format, int any_gs, char *why, size_t cap) {
+  if (dtype == KG_F16 && format == KG_FP4_MXFP4) {
+    snprintf(why, cap, "f16 activations with MXFP4: e2m1 * 2^(e-127) can leave f16's range");
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  if (dtype == KG_F16 && any_gs) {
+    snprintf(why, cap, "f16 activations with NVFP4 global scales: e2m1 * f32(sf) / gs can leave f16's range");
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  return KG_SUCCESS;
+}
+
+/* Adds the dequantization of one FP4 operand to the plan: groups scale groups
+** of rows x k elements (bytes q, ldq, batch stride bsq; scales sf in layout;
+** global scales gs) into [groups][rows][ldx] elements at workspace offset
+** *off, which advances. *x: where the copy starts. */
+static kg_status kg__deq_add(kg__deq_plan *p, const kg_exec *iex, uintptr_t base, size_t *off, const char *what,
+                             int format, int layout, kg_dtype dtype, int64_t groups, int64_t rows, int64_t k,
+                             int64_t ldx, const void *q, int64_t ldq, int64_t bsq, const void *sf, size_t sf_bytes,
+                             const float *gs, void **x, char *why, size_t cap) {
+  int64_t elems, region;
+  size_t end;
+  if (__builtin_mul_overflow(rows, ldx, &elems) || __builtin_mul_overflow(elems, groups, &region) ||
+      __builtin_mul_overflow(region, (int64_t)kg_dtype_size(dtype), &region) || (uint64_t)region > SIZE_MAX ||
+      __builtin_add_overflow(*off, (size_t)region, &end) || end > (size_t)(UINTPTR_MAX - base)) {
+    snprintf(why, cap, "the dequantized %s (%lld x %lld x %lld elements) does not fit a workspace", what,
+             (long long)groups, (long long)rows, (long long)ldx);
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  kg_fp4_args *d = &p->deq[p->ndeq];
+  memset(d, 0, sizeof *d);
+  d->format = (kg_fp4_format)format;
+  d->sf_layout = (kg_sf_layout)layout;
+  d->dtype = dtype;
+  d->batch = groups; d->rows = rows; d->k = k;
+  d->x = (void *)(base + *off); d->ldx = ldx; d->batch_stride_x = groups > 1 ? elems : 0;
+  d->q = (void *)q; d->ldq = ldq; d->batch_stride_q = groups > 1 ? bsq : 0;
+  d->sf = (void *)sf; d->sf_bytes = sf_bytes;
+  d->global_scale = gs;
+  kg__fp4_call call;
+  kg_status st = kg__fp4_select(KG_OP_FP4_DEQUANTIZE, d, iex, &call, &p->deq_v[p->ndeq], NULL);
+  if (st != KG_SUCCESS) {
+    snprintf(why, cap, "no kg_fp4_dequantize variant takes %s (%s %s %s scales): %s", what,
+             kg__fp4_format_string(format), kg_dtype_string(dtype), kg__sf_layout_string(layout),
+             kg_status_string(st));
+    return st;
+  }
+  *x = d->x;
+  *off = end;
+  p->ndeq++;
+  return KG_SUCCESS;
+}
+
+/* After kg_gemm_select / kg_dualgemm_select gave st and name: the variant, or why not. */
+static kg_status kg__deq_inner(kg__deq_plan *p, int dual, kg_status st, const char *name, const char *forced,
+                               char *why, size_t cap) {
+  const char *fam = dual ? "kg_dualgemm" : "kg_gemm";
+  if (st != KG_SUCCESS) {
+    snprintf(why, cap, "%s takes no variant%s%s%s for the dequantized operands: %s (kg_explain(%s, ...) says why)", fam,
+             forced ? " named '" : "", forced ? forced : "", forced ? "'" : "", kg_status_string(st),
+             dual ? "KG_OP_DUALGEMM" : "KG_OP_GEMM");
+    return st;
+  }
+  p->inner = kg__variant_named(name);
+  if (!p->inner) {
+    snprintf(why, cap, "%s chose '%s', which the table does not list", fam, name);
+    return KG_ERROR_INTERNAL;
+  }
+  if (!forced && strcmp(p->inner->kernel, "tensorop") != 0) {
+    snprintf(why, cap, "%s would run %s, a %s kernel (the path takes tensor-core kernels only)", fam, name,
+             p->inner->kernel);
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  const size_t ws = dual ? p->inner->dualgemm_workspace(&p->dg) : p->inner->gemm_workspace(&p->g);
+  if (ws != 0) {
+    snprintf(why, cap, "%s needs a workspace of its own", name);
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  return KG_SUCCESS;
+}
+
+/* Plans the path for checked args with the workspace at base: KG_SUCCESS, or
+** the reason (why) and the status a forced path returns. forced: the kg_gemm
+** / kg_dualgemm variant that exec->variant names after the prefix, or NULL. */
+static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *exec, uintptr_t base,
+                                   const char *forced, kg__deq_plan *p, char *why, size_t cap) {
+  kg_status st;
+  size_t off = 0;
+  const char *name = NULL;
+  memset(p, 0, sizeof *p);
+  kg_exec iex = *exec;
+  iex.workspace = NULL; iex.workspace_size = 0; iex.variant = NULL;
+  if (op == KG_OP_GEMM_FP4) {
+    const kg_gemm_fp4_args *a = (const kg_gemm_fp4_args *)args;
+    const int64_t ldw = kg__round8(a->k);
+    void *w = NULL, *ad = NULL;
+    if ((st = kg__deq_exact(a->dtype, a->format, a->global_scale_b || a->global_scale_a, why, cap)) ||
+        (st = kg__deq_add(p, &iex, base, &off, "W", a->format, a->sf_layout, a->dtype, 1, a->n, a->k, ldw, a->b,
+                          a->ldb, 0, a->sf_b, a->sf_b_bytes, a->global_scale_b, &w, why, cap)) ||
+        (a->a_fp4 && (st = kg__deq_add(p, &iex, base, &off, "A", a->format, a->sf_layout_a, a->dtype, 1, a->m, a->k,
+                                       ldw, a->a, a->lda, 0, a->sf_a, a->sf_a_bytes, a->global_scale_a, &ad, why,
+                                       cap))))
+      return st;
+    kg_gemm_args *g = &p->g;
+    g->mode = KG_MODE_GEMM;
+    g->m = a->m; g->n = a->n; g->k = a->k; g->batch_count = 1; g->split_k_slices = 1;
+    g->type_ab = g->type_cd = a->dtype;
+    g->layout_a = KG_ROW; g->layout_b = KG_COL; g->layout_cd = KG_ROW;
+    g->a = a->a_fp4 ? ad : a->a; g->lda = a->a_fp4 ? ldw : a->lda;
+    g->b = w; g->ldb = ldw;
+    g->c = a->c; g->ldc = a->ldc;
+    g->d = a->d; g->ldd = a->ldd;
+    g->alpha = a->alpha; g->beta = a->beta;
+    iex.variant = forced;
+    st = kg_gemm_select(g, &iex, &name);
+    if ((st = kg__deq_inner(p, 0, st, name, forced, why, cap))) return st;
+  } else {
+    const kg_dualgemm_fp4_args *a = (const kg_dualgemm_fp4_args *)args;
+    const int64_t ldw = kg__round8(a->k), batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
+    const int64_t bsa = batch > 1 ? a->batch_stride_a : 0, bsb0 = batch > 1 ? a->batch_stride_b0 : 0,
+                  bsb1 = batch > 1 ? a->batch_stride_b1 : 0;
+    /* scale groups as kg.h defines them: one per batch for a non-zero stride */
+    const int64_t g0 = bsb0 ? batch : 1, g1 = bsb1 ? batch : 1, ga = bsa ? batch : 1;
+    void *w0 = NULL, *w1 = NULL, *ad = NULL;
+    if ((st = kg__deq_exact(a->dtype, a->format, a->global_scale_b0 || a->global_scale_b1 || a->global_scale_a, why,
+                            cap)) ||
+        (st = kg__deq_add(p, &iex, base, &off, "W0", a->format, a->sf_layout, a->dtype, g0, a->n, a->k, ldw, a->b0,
+                          a->ldb0, bsb0, a->sf_b0, a->sf_b0_bytes, a->global_scale_b0, &w0, why, cap)) ||
+        (st = kg__deq_add(p, &iex, base, &off, "W1", a->format, a->sf_layout, a->dtype, g1, a->n, a->k, ldw, a->b1,
+                          a->ldb1, bsb1, a->sf_b1, a->sf_b1_bytes, a->global_scale_b1, &w1, why, cap)) ||
+        (a->a_fp4 && (st = kg__deq_add(p, &iex, base, &off, "A", a->format, a->sf_layout_a, a->dtype, ga, a->m, a->k,
+                                       ldw, a->a, a->lda, bsa, a->sf_a, a->sf_a_bytes, a->global_scale_a, &ad, why,
+                                       cap))))
+      return st;
+    kg_dualgemm_args *g = &p->dg;
+    const int b = batch > 1;
+    g->mode = b ? KG_MODE_BATCHED : KG_MODE_GEMM;
+    g->m = a->m; g->n = a->n; g->k = a->k; g->batch_count = batch; g->split_k_slices = 1;
+    g->type_ab = g->type_cd = a->dtype;
+    g->layout_a = KG_ROW; g->layout_b0 = KG_COL; g->layout_b1 = KG_COL; g->layout_cd = KG_ROW;
+    g->op = a->op; g->store_d0 = !!a->store_d0; g->store_d1 = !!a->store_d1;
+    g->a = a->a_fp4 ? ad : a->a; g->lda = a->a_fp4 ? ldw : a->lda;
+    g->batch_stride_a = a->a_fp4 ? (ga > 1 ? a->m * ldw : 0) : bsa;
+    g->b0 = w0; g->ldb0 = ldw; g->batch_stride_b0 = g0 > 1 ? a->n * ldw : 0;
+    g->b1 = w1; g->ldb1 = ldw; g->batch_stride_b1 = g1 > 1 ? a->n * ldw : 0;
+    g->c0 = a->c0; g->ldc0 = a->ldc0; g->batch_stride_c0 = b ? a->batch_stride_c0 : 0;
+    g->c1 = a->c1; g->ldc1 = a->ldc1; g->batch_stride_c1 = b ? a->batch_stride_c1 : 0;
+    g->d0 = a->d0; g->ldd0 = a->ldd0; g->batch_stride_d0 = b ? a->batch_stride_d0 : 0;
+    g->d1 = a->d1; g->ldd1 = a->ldd1; g->batch_stride_d1 = b ? a->batch_stride_d1 : 0;
+    g->d2 = a->d2; g->ldd2 = a->ldd2; g->batch_stride_d2 = b ? a->batch_stride_d2 : 0;
+    g->alpha0 = a->alpha0; g->beta0 = a->beta0; g->alpha1 = a->alpha1; g->beta1 = a->beta1;
+    iex.variant = forced;
+    st = kg_dualgemm_select(g, &iex, &name);
+    if ((st = kg__deq_inner(p, 1, st, name, forced, why, cap))) return st;
+  }
+  p->bytes = off;
+  return KG_SUCCESS;
+}
+
+/* What an FP4 GEMM / DualGemm call runs: the in-kernel variant v, or (path)
+** the dequantize path. */
+typedef struct kg__mm_choice {
+  kg__fp4_call call;
+  const kg_variant *v;      /* NULL when exec->variant forces the path */
+  int path;                 /* query: the path would run with the size's workspace */
+  kg__deq_plan plan;
+} kg__mm_choice;
+
+/* Checks and dispatch of KG_OP_GEMM_FP4 / KG_OP_DUALGEMM_FP4, explain lines
+** into sink. query: for the workspace size (exec's workspace not looked at). */
+static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, int query, kg__mm_choice *ch,
+                               kg__sink *sink) {
+  char why[400];
+  kg_status st;
+  const size_t np = strlen(KG__DEQ_PREFIX);
+  const int dual = op == KG_OP_DUALGEMM_FP4;
+  ch->v = NULL;
+  ch->path = 0;
+  if ((st = kg__fp4_check_op(op, args, exec, &ch->call, sink)) != KG_SUCCESS) return st;
+  const char *forced = exec->variant && strncmp(exec->variant, KG__DEQ_PREFIX, np) == 0 ? exec->variant + np : NULL;
+  if (!forced) {
+    if ((st = kg__first_fit(op, kg__fp4_rejects_ctx, &ch->call.key, exec, &ch->v, sink)) != KG_SUCCESS) return st;
+    if (exec->backend == KG_BACKEND_C) return KG_SUCCESS;   /* the path is for GPU backends */
+    if (exec->variant) {
+      kg__say(sink, "dequantize path: not taken: exec->variant forces %s\n", ch->v->name);
+      return KG_SUCCESS;
+    }
+    if (ch->v->max_m > 0) {
+      kg__say(sink, "dequantize path: not taken: %s takes m = %lld (a small-M kernel)\n", ch->v->name,
+              (long long)ch->call.key.mm->m);
+      return KG_SUCCESS;
+    }
+  } else if (exec->backend == KG_BACKEND_C) {
+    kg__say(sink, "%s: rejected: the dequantize path is for the GPU backends (the C backend runs its blocked "
+            "kernels)\n", exec->variant);
+    return KG_ERROR_NOT_SUPPORTED;
+  }
+  const uintptr_t ws = (uintptr_t)exec->workspace;
+  const int ws_aligned = exec->workspace && ws % 16 == 0;
+  st = kg__deq_plan_make(op, args, exec, !query && ws_aligned ? ws : KG__DEQ_STANDIN, forced, &ch->plan, why,
+                         sizeof why);
+  if (st != KG_SUCCESS) {
+    if (!forced) {
+      kg__say(sink, "dequantize path: not taken: %s\n", why);
+      return KG_SUCCESS;
+    }
+    kg__say(sink, "%s: rejected: %s\n", exec->variant, why);
+    return st;
+  }
+  if (query) {
+    ch->path = 1;
+    return KG_SUCCESS;
+  }
+  const size_t need = ch->plan.bytes, have = exec->workspace ? exec->workspace_size : 0;
+  if (have < need || !ws_aligned) {
+    if (have < need)
+      snprintf(why, sizeof why, "workspace %zu bytes given, %zu needed (%s_workspace_size)", have, need,
+               dual ? "kg_dualgemm_fp4" : "kg_gemm_fp4");
+    else
+      snprintf(why, sizeof why, "workspace not 16-byte aligned");
+    if (forced) {
+      kg__say(sink, "%s: rejected: %s\n", exec->variant, why);
+      return have < need ? KG_ERROR_WORKSPACE_TOO_SMALL : KG_ERROR_MISALIGNED_OPERAND;
+    }
+    kg__say(sink, "dequantize path: not taken: %s; %s runs\n", why, ch->v->name);
+    return KG_SUCCESS;
+  }
+  ch->path = 1;
+  const char *ops = ch->plan.ndeq == 1 ? "W" : ch->plan.ndeq == 2 ? (dual ? "W0, W1" : "W and A") : "W0, W1 and A";
+  kg__say(sink, "%s%s: chosen%s%s (%s dequantized to %s in the workspace, %zu of %zu bytes)\n", KG__DEQ_PREFIX,
+          ch->plan.inner->name, ch->v ? " instead of " : "", ch->v ? ch->v->name : "", ops,
+          kg_dtype_string(ch->plan.deq[0].dtype), need, have);
+  return KG_SUCCESS;
+}
+
+/* The path: dequantize into the workspace, then the GEMM, in stream order. */
+static kg_status kg__deq_run(kg_op op, const kg__deq_plan *p, const kg_exec *exec) {
+  kg_exec iex = *exec;
+  iex.workspace = NULL; iex.workspace_size = 0; iex.variant = NULL;
+  for (int i = 0; i < p->ndeq; i++) {
+    kg_status st = p->deq_v[i]->fp4_launch(&p->deq[i], &iex);
+    if (st != KG_SUCCESS) return st;
+  }
+  return op == KG_OP_GEMM_FP4 ? p->inner->gemm_launch(&p->g, &iex) : p->inner->dualgemm_launch(&p->dg, &iex);
+}
+
+/* "dequantize + <inner variant>", in thread-local storage per op. */
+static const char *kg__deq_name(kg_op op, const kg_variant *inner) {
+  static _Thread_local char names[2][192];
+  char *b = names[op == KG_OP_DUALGEMM_FP4];
+  snprintf(b, sizeof names[0], "%s%s", KG__DEQ_PREFIX, inner->name);
+  return b;
+}
+
+static int kg__fp4_mm_op(kg_op op) { return op == KG_OP_GEMM_FP4 || op == KG_OP_DUALGEMM_FP4; }
+
 kg_status kg__fp4_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink) {
+  if (kg__fp4_mm_op(op)) {
+    kg__mm_choice ch;
+    return kg__mm_choose(op, args, exec, 0, &ch, sink);
+  }
   kg__fp4_call call;
   const kg_variant *v = NULL;
   return kg__fp4_select(op, args, exec, &call, &v, sink);
 }
 
 kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const char **name) {
-  kg__fp4_call call;
-  const kg_variant *v = NULL;
   if (!name) return KG_ERROR_INVALID_ARGUMENT;
   *name = NULL;
   if (!kg__fp4_op(op)) return KG_ERROR_INVALID_ARGUMENT;
+  if (kg__fp4_mm_op(op)) {
+    kg__mm_choice ch;
+    kg_status st = kg__mm_choose(op, args, exec, 0, &ch, NULL);
+    if (st == KG_SUCCESS) *name = ch.path ? kg__deq_name(op, ch.plan.inner) : ch.v->name;
+    return st;
+  }
+  kg__fp4_call call;
+  const kg_variant *v = NULL;
   kg_status st = kg__fp4_select(op, args, exec, &call, &v, NULL);
   if (st == KG_SUCCESS) *name = v->name;
   return st;
 }
 
 static kg_status kg__fp4_run(kg_op op, const void *args, const kg_exec *exec) {
+  if (kg__fp4_mm_op(op)) {
+    kg__mm_choice ch;
+    kg_status st = kg__mm_choose(op, args, exec, 0, &ch, NULL);
+    if (st != KG_SUCCESS) return st;
+    if (ch.path) return kg__deq_run(op, &ch.plan, exec);
+    if (op == KG_OP_GEMM_FP4) return ch.v->gemm_fp4_launch((const kg_gemm_fp4_args *)args, exec);
+    return ch.v->dualgemm_fp4_launch((const kg_dualgemm_fp4_args *)args, exec);
+  }
   kg__fp4_call call;
   const kg_variant *v = NULL;
   kg_status st = kg__fp4_select(op, args, exec, &call, &v, NULL);
   if (st != KG_SUCCESS) return st;
   if (op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE) return v->fp4_launch((const kg_fp4_args *)args, exec);
-  if (op == KG_OP_GEMM_FP4) return v->gemm_fp4_launch((const kg_gemm_fp4_args *)args, exec);
-  if (op == KG_OP_DUALGEMM_FP4) return v->dualgemm_fp4_launch((const kg_dualgemm_fp4_args *)args, exec);
   if (op == KG_OP_AMAX) return v->amax_launch((const kg_amax_args *)args, exec);
   return v->sf_launch(&call.job, exec);
 }
@@ -702,12 +1018,15 @@ kg_status kg_gemm_fp4(const kg_gemm_fp4_args *args, const kg_exec *exec) {
 kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, const char **name) {
   return kg_fp4_select(KG_OP_GEMM_FP4, args, exec, name);
 }
-/* Workspace of the FP4 GEMM ops: none, once the problem has a variant. */
+/* Workspace of the FP4 GEMM ops: the dequantize path's bytes where it would
+** run, else 0 (the in-kernel variants need none). */
 static kg_status kg__fp4_mm_workspace(kg_op op, const void *args, const kg_exec *exec, size_t *bytes) {
-  const char *name;
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
   *bytes = 0;
-  return kg_fp4_select(op, args, exec, &name);
+  kg__mm_choice ch;
+  kg_status st = kg__mm_choose(op, args, exec, 1, &ch, NULL);
+  if (st == KG_SUCCESS && ch.path) *bytes = ch.plan.bytes;
+  return st;
 }
 kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {
   return kg__fp4_mm_workspace(KG_OP_GEMM_FP4, args, exec, bytes);
