@@ -480,6 +480,92 @@ START_TEST(test_dispatch_and_explain) {
 }
 END_TEST
 
+/* The workspace contract on the C backend (kg.h "Dequantize path and workspace"): the size is 0
+** (GEMM and batched mode, small and large m), a workspace changes nothing (same variant, same bytes of
+** D2, no explain line about the path), the path forced by name is KG_ERROR_NOT_SUPPORTED with nothing
+** written, and the size query checks its arguments and exec first. */
+START_TEST(test_workspace_contract) {
+  static const fcase WCASES[] = {
+    { "12x20x64", 12, 20, 64, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f },
+    { "70x40x96 x3 batched, shared W1", 70, 40, 96, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0.75f, 1.0f, 1.25f, -0.5f },
+  };
+  const char *const NAMES[] = { "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4",
+                                "kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4" };
+  for (int vi = 0; vi < 2; vi++)
+    for (int c = 0; c < 2; c++) {
+      fvar v;
+      ck_assert(parse_fvar(NAMES[vi], &v));
+      fprob p = make_fprob(&v, &WCASES[c], 91 + 3 * (uint64_t)c + (uint64_t)vi);
+      kg_exec e = tu_exec_c();
+      size_t ws = 5;
+      ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+      ck_assert_int_eq((int)ws, 0);
+      const char *plain = NULL, *sel = NULL;
+      ck_assert_int_eq(kg_dualgemm_fp4_select(&p.a, &e, &plain), KG_SUCCESS);
+      ck_assert_str_eq(plain, NAMES[vi]);
+      ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_SUCCESS);
+      uint8_t *ref = malloc(p.dsz * 2);
+      memcpy(ref, p.a.d2, p.dsz * 2);
+      tu_poison(p.a.d2, KG_BF16, (int64_t)p.dsz);
+      static _Alignas(16) uint8_t wsbuf[1 << 16];
+      e.workspace = wsbuf; e.workspace_size = sizeof wsbuf;
+      ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+      ck_assert_int_eq((int)ws, 0);
+      ck_assert_int_eq(kg_dualgemm_fp4_select(&p.a, &e, &sel), KG_SUCCESS);
+      ck_assert_str_eq(sel, plain);
+      static char buf[65536];
+      ck_assert_int_eq(kg_explain(KG_OP_DUALGEMM_FP4, &p.a, &e, buf, sizeof buf), KG_SUCCESS);
+      ck_assert_msg(!strstr(buf, "dequantize"), "explain mentions the path on the C backend");
+      ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_SUCCESS);
+      ck_assert_msg(memcmp(ref, p.a.d2, p.dsz * 2) == 0, "%s: a workspace changed D2", WCASES[c].what);
+      tu_poison(p.a.d2, KG_BF16, (int64_t)p.dsz);
+      e.variant = "dequantize + kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1";
+      ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
+      sel = "x";
+      ck_assert_int_eq(kg_dualgemm_fp4_select(&p.a, &e, &sel), KG_ERROR_NOT_SUPPORTED);
+      ck_assert_ptr_null(sel);
+      ws = 5;
+      ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_NOT_SUPPORTED);
+      ck_assert_int_eq((int)ws, 0);
+      ck_assert_int_eq(kg_explain(KG_OP_DUALGEMM_FP4, &p.a, &e, buf, sizeof buf), KG_ERROR_NOT_SUPPORTED);
+      ck_assert_msg(strstr(buf, "rejected: the dequantize path is for the GPU backends"), "%.300s", buf);
+      for (int64_t j = 0; j < (int64_t)p.dsz; j++) ck_assert(tu_is_poison(p.a.d2, KG_BF16, j));
+      e.variant = plain;
+      ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+      ck_assert_int_eq((int)ws, 0);
+      free(ref);
+      free_fprob(&p);
+    }
+  fvar v;
+  ck_assert(parse_fvar(NAMES[0], &v));
+  fprob p = make_fprob(&v, &WCASES[1], 97);
+  kg_exec e = tu_exec_c();
+  size_t ws = 5;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(NULL, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq((int)ws, 0);
+  ws = 5;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, NULL, &ws), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq((int)ws, 0);
+  e.workspace_size = 64;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
+  e = tu_exec_c();
+  kg_dualgemm_fp4_args a = p.a; a.mode = KG_MODE_SPLITK_SERIAL;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_NOT_SUPPORTED);
+  a = p.a; a.batch_stride_d2 = 1;   /* output batches overlap */
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_INVALID_PROBLEM);
+  a = p.a; a.sf_b0_bytes -= 1;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_INVALID_PROBLEM);
+  ck_assert_int_eq((int)ws, 0);
+  if (!kg_backend_available(KG_BACKEND_HIP)) {
+    kg_exec g = { KG_BACKEND_HIP, 0, 0, 0, 0 };
+    ws = 5;
+    ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &g, &ws), KG_ERROR_BACKEND_UNAVAILABLE);
+    ck_assert_int_eq((int)ws, 0);
+  }
+  free_fprob(&p);
+}
+END_TEST
+
 /* ---- amax -------------------------------------------------------------------------------------- */
 START_TEST(test_amax) {
   const kg_dtype TYPES[] = { KG_F32, KG_F16, KG_BF16 };
@@ -541,6 +627,7 @@ Suite *dualgemm_fp4_suite(void) {
   tcase_add_test(tc, test_exact_mul);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);
+  tcase_add_test(tc, test_workspace_contract);
   tcase_add_test(tc, test_amax);
   suite_add_tcase(s, tc);
   return s;

@@ -375,6 +375,88 @@ START_TEST(test_dispatch_and_explain) {
 }
 END_TEST
 
+/* The workspace contract on the C backend (kg.h "Dequantize path and workspace"): the size is 0 for
+** every m (the path is for GPU backends), a workspace changes nothing (same variant, same bytes of D,
+** no explain line about the path), the path forced by name ("dequantize + ...") is
+** KG_ERROR_NOT_SUPPORTED with nothing written, and the size query checks its arguments and exec
+** first (NULL bytes, args or exec; workspace_size without workspace; unknown backend). */
+START_TEST(test_workspace_contract) {
+  static const int64_t MS[] = { 1, 16, 17, 70, 257 };
+  for (size_t i = 0; i < sizeof MS / sizeof MS[0]; i++) {
+    gprob p = make_gprob(MS[i], 40, 64, KG_BF16, KG_FP4_NVFP4, KG_SF_SWIZZLED_128X4, 1, 1, i % 2, 21 + i);
+    kg_exec e = tu_exec_c();
+    size_t ws = 5;
+    ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+    ck_assert_int_eq((int)ws, 0);
+    const char *plain = NULL, *sel = NULL;
+    ck_assert_int_eq(kg_gemm_fp4_select(&p.a, &e, &plain), KG_SUCCESS);
+    ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+    const size_t dbytes = (size_t)(MS[i] * p.a.ldd) * 2;
+    uint8_t *ref = malloc(dbytes);
+    memcpy(ref, p.a.d, dbytes);
+    tu_poison(p.a.d, KG_BF16, MS[i] * p.a.ldd);
+    static _Alignas(16) uint8_t wsbuf[1 << 16];
+    e.workspace = wsbuf; e.workspace_size = sizeof wsbuf;
+    ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+    ck_assert_int_eq((int)ws, 0);
+    ck_assert_int_eq(kg_gemm_fp4_select(&p.a, &e, &sel), KG_SUCCESS);
+    ck_assert_str_eq(sel, plain);
+    static char buf[16384];
+    ck_assert_int_eq(kg_explain(KG_OP_GEMM_FP4, &p.a, &e, buf, sizeof buf), KG_SUCCESS);
+    ck_assert_msg(!strstr(buf, "dequantize"), "%s", buf);
+    ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+    ck_assert_msg(memcmp(ref, p.a.d, dbytes) == 0, "m %lld: a workspace changed D", (long long)MS[i]);
+    /* the path forced by name */
+    tu_poison(p.a.d, KG_BF16, MS[i] * p.a.ldd);
+    e.variant = "dequantize + kg_gemm_c_blocked_bf16_xxx_64x256x256_a1";
+    ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
+    sel = "x";
+    ck_assert_int_eq(kg_gemm_fp4_select(&p.a, &e, &sel), KG_ERROR_NOT_SUPPORTED);
+    ck_assert_ptr_null(sel);
+    ws = 5;
+    ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_NOT_SUPPORTED);
+    ck_assert_int_eq((int)ws, 0);
+    ck_assert_int_eq(kg_explain(KG_OP_GEMM_FP4, &p.a, &e, buf, sizeof buf), KG_ERROR_NOT_SUPPORTED);
+    ck_assert_msg(strstr(buf, "dequantize + kg_gemm_c_blocked_bf16_xxx_64x256x256_a1: rejected: the dequantize path "
+                              "is for the GPU backends"), "%s", buf);
+    for (int64_t j = 0; j < MS[i] * p.a.ldd; j++) ck_assert(tu_is_poison(p.a.d, KG_BF16, j));
+    /* a forced FP4 variant: its name, size 0 */
+    e.variant = plain;
+    ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_SUCCESS);
+    ck_assert_int_eq((int)ws, 0);
+    free(ref);
+    free_gprob(&p);
+  }
+  /* argument and exec checks of the size query: status, and 0 bytes */
+  gprob p = make_gprob(70, 40, 64, KG_BF16, KG_FP4_MXFP4, KG_SF_LINEAR, 0, 0, 0, 29);
+  kg_exec e = tu_exec_c();
+  size_t ws = 5;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(NULL, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq((int)ws, 0);
+  ws = 5;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, NULL, &ws), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq((int)ws, 0);
+  e.workspace_size = 64;   /* without a workspace */
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
+  ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_ERROR_INVALID_ARGUMENT);
+  e = tu_exec_c(); e.backend = (kg_backend)7;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
+  e = tu_exec_c(); e.variant = "no_such_variant";
+  ws = 5;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_NOT_SUPPORTED);
+  ck_assert_int_eq((int)ws, 0);
+  kg_gemm_fp4_args a = p.a; a.ldd = 3;
+  ck_assert_int_eq(kg_gemm_fp4_workspace_size(&a, &(kg_exec){ 0 }, &ws), KG_ERROR_INVALID_ARGUMENT);
+  if (!kg_backend_available(KG_BACKEND_CUDA)) {
+    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0 };
+    ws = 5;
+    ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &g, &ws), KG_ERROR_BACKEND_UNAVAILABLE);
+    ck_assert_int_eq((int)ws, 0);
+  }
+  free_gprob(&p);
+}
+END_TEST
+
 Suite *gemm_fp4_suite(void) {
   Suite *s = suite_create("GemmFp4Test");
   TCase *tc = tcase_create("core");
@@ -384,6 +466,7 @@ Suite *gemm_fp4_suite(void) {
   tcase_add_test(tc, test_exact_small);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);
+  tcase_add_test(tc, test_workspace_contract);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -29,6 +29,21 @@
 ** Statuses: warp and skinny variants refuse m = 17 (KG_ERROR_NOT_SUPPORTED, kg_explain names the limit),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
+** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
+** NULL), without a workspace (select names the variant) and with one of
+** kg_dualgemm_fp4_workspace_size's bytes (NaN-poisoned, guarded: the path may write only inside it).
+** On the GPU the size must be > 0 exactly for cases with C / D lds and batch strides multiples of 8
+** whose op and stores kg_dualgemm has a tensor-core variant for (has_tensorop: swiglu / geglu with D2
+** only in the shipped specs), select then names "dequantize + kg_dualgemm_cuda_tensorop_*", and
+** the results meet the tolerances above plus u * |alpha_i| * sum |a w_i| per operand of product i
+** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 17 .. 130, n 7
+** .. 300 (not multiples of the tensor-core tiles), ragged k, batched with per-batch W0 / W1 / A (own
+** scale groups and global scales) and shared ones, C with beta and bias rows, W4A4, one unaligned
+** case (the in-kernel variant runs). run_dual_path_statuses: the size of a batched problem (every
+** scale group of W0, shared W1 once, per-batch A for W4A4), explain's lines, a short workspace, v
+** forced by name (never the path), the path forced with a short workspace
+** (KG_ERROR_WORKSPACE_TOO_SMALL). On the host build the size is 0 and the forced path
+** KG_ERROR_NOT_SUPPORTED.
 **
 ** amax reference: max |x| over each group in double of the decoded values, NaN skipped; must be
 ** bit-equal (it is exact). Cases: rows 1, 37, 1100 x cols 1, 45, 3000, batch 1 and 3 with gapped
@@ -130,19 +145,57 @@ typedef struct dcase {
   int64_t m, n, k, batch;   /* batch 0: KG_MODE_GEMM */
   unsigned shared;
   int c0, c1, with_gs;
+  int al;                   /* C / D lds and batch strides multiples of 8 elements (the dequantize path's GEMMs) */
 } dcase;
 
 static const dcase CASES[] = {
-  { 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1 },     { 5, 7, 30, 0, 0, CN_FULL, CN_FULL, 1 },
-  { 16, 129, 64, 0, 0, CN_BIAS, CN_NONE, 0 }, { 16, 300, 200, 0, 0, CN_NONE, CN_FULL, 1 },
-  { 1, 129, 4096, 0, 0, CN_FULL, CN_NONE, 1 }, { 5, 9, 544, 3, 0, CN_FULL, CN_BIAS, 1 },
-  { 3, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1 }, { 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 0 },
+  { 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1, 0 },     { 5, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },
+  { 16, 129, 64, 0, 0, CN_BIAS, CN_NONE, 0, 0 }, { 16, 300, 200, 0, 0, CN_NONE, CN_FULL, 1, 0 },
+  { 1, 129, 4096, 0, 0, CN_FULL, CN_NONE, 1, 0 }, { 5, 9, 544, 3, 0, CN_FULL, CN_BIAS, 1, 0 },
+  { 3, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 0 }, { 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 0, 0 },
   /* mma kernels only (m > 16) */
-  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1 },
-  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1 },
-  { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1 },
+  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
+  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
+  { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* Any-M variants by dispatch, without and with the workspace (the dequantize path where kg_dualgemm has
+** a tensor-core variant for the op and stores): aligned C / D, m and n not multiples of its 128 x 64
+** tile, ragged k, C as a matrix and as bias rows with beta, batched with per-batch W0 / W1 / A (each with
+** its own scale group and NVFP4 global scale) and shared ones; the last has unaligned lds (the
+** in-kernel variant runs with the workspace too). */
+static const dcase PATH_CASES[] = {
+  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },       { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
+  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
+  { 33, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },   { 40, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
+  { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },    { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
+  { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
+};
+#define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
+
+/* How a case runs: the variant forced by name; dispatch without a workspace; dispatch with a workspace
+** of kg_dualgemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
+enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE };
+static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace" };
+#define DEQ_PREFIX "dequantize + "
+static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
+
+/* Whether kg_dualgemm has a tensor-core variant of this backend for v's dtype, op and stores (the
+** dequantize path runs it): a name kg_dualgemm_<backend>_tensorop_<dtype>_<op>_rcc?_<stores>_*. */
+static int has_tensorop(const dvar *v) {
+  static const char *const OPS[] = { "swiglu", "geglu", "mul" };
+  char stores[16], pre[96];
+  snprintf(stores, sizeof stores, "%s%sd2", v->sd0 ? "d0" : "", v->sd1 ? "d1" : "");
+  snprintf(pre, sizeof pre, "kg_dualgemm_%s_tensorop_%s_%s_rcc", BACKEND_NAME, v->bf ? "bf16" : "f16", OPS[v->op]);
+  for (int i = 0; i < kg_variant_count(); i++) {
+    const char *name = kg_variant_name(i);
+    if (!strncmp(name, pre, strlen(pre)) && strlen(name) > strlen(pre) + 2 &&
+        !strncmp(name + strlen(pre) + 2, stores, strlen(stores)) && name[strlen(pre) + 2 + strlen(stores)] == '_')
+      return 1;
+  }
+  return 0;
+}
 
 /* Scale bytes that keep D2 (a product of two sums) inside f16's range (see check_dualgemm_fp4.c). */
 static int sf_lo(int format, int with_gs) { return format == KG_FP4_MXFP4 ? 118 : with_gs ? 0x58 : 0x18; }
@@ -187,13 +240,14 @@ static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_
   return v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)o->gs[g] : ref_e2m1(code) * ref_ue8m0(s);
 }
 
-/* One DualGemm case of v. Returns 1 on pass; *worst: error in tolerance units. */
-static int run_dual(const dvar *v, const dcase *c, double *worst) {
+/* One DualGemm case of v, run as `how`. Returns 1 on pass; *worst: error in tolerance units;
+** *path_runs counts the calls that took the dequantize path. */
+static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *path_runs) {
   const int64_t m = c->m, n = c->n, k = c->k, batch = c->batch ? c->batch : 1;
   const int bf = v->bf;
   char what[200];
-  snprintf(what, sizeof what, "%s m%lld n%lld k%lld b%lld", v->name, (long long)m, (long long)n, (long long)k,
-           (long long)c->batch);
+  snprintf(what, sizeof what, "%s m%lld n%lld k%lld b%lld (%s)", v->name, (long long)m, (long long)n, (long long)k,
+           (long long)c->batch, RUN_NAMES[how]);
   kg_dualgemm_fp4_args a;
   memset(&a, 0, sizeof a);
   a.mode = c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
@@ -227,8 +281,8 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
   uint16_t *C[2] = { NULL, NULL };
   int64_t ldc[2], bsc[2], cn[2];
   for (int i = 0; i < 2; i++) {
-    ldc[i] = cm[i] == CN_BIAS ? 0 : n + 1;
-    bsc[i] = cm[i] == CN_BIAS ? n : m * (n + 1);
+    ldc[i] = cm[i] == CN_BIAS ? 0 : c->al ? round8(n) + 8 : n + 1;
+    bsc[i] = cm[i] == CN_BIAS ? (c->al ? round8(n) + 8 : n) : m * (c->al ? round8(n) + 8 : n + 1);
     cn[i] = cm[i] == CN_NONE ? 0 : batch * bsc[i];
     if (cn[i]) {
       C[i] = xmalloc((size_t)cn[i] * 2);
@@ -236,7 +290,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
     }
   }
   const float alpha[2] = { 1.25f, 0.75f }, beta[2] = { cn[0] ? -0.5f : 0.0f, cn[1] ? 1.0f : 0.0f };
-  const int64_t ldd = n + 3, bsd = m * ldd + 5;
+  const int64_t ldd = c->al ? round8(n) + 8 : n + 3, bsd = m * ldd + (c->al ? 8 : 5);
   const size_t dn = (size_t)(batch * bsd) * 2;
 
   /* device */
@@ -263,11 +317,49 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
   a.ldd0 = a.ldd1 = a.ldd2 = ldd;
   a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = bsd;
   a.alpha0 = alpha[0]; a.beta0 = beta[0]; a.alpha1 = alpha[1]; a.beta1 = beta[1];
-  kg_exec e = exec_for(v->name);
+  kg_exec e = exec_for(how == RUN_FORCED ? v->name : NULL);
+  int ok = 1, shown = 0, path = 0;
+  dbuf dW_ = { NULL, NULL, 0 };
+  if (how != RUN_FORCED) {
+    /* without a workspace the in-kernel variant; with one the dequantize path where the size is > 0:
+    ** on a GPU exactly for aligned bf16 cases whose op and stores kg_dualgemm's tensor-core variants
+    ** have (f16 only for NVFP4 without global scales); never on the C backend */
+    size_t ws = 1;
+    const char *sel = NULL;
+    const int gs_any = a.global_scale_b0 || a.global_scale_b1 || a.global_scale_a;
+    const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) &&
+                       (bf || (v->format == KG_FP4_NVFP4 && !gs_any));
+    kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
+    if (qs != KG_SUCCESS || (ws > 0) != expect) {
+      printf("FAIL %s: workspace size %s, %zu bytes\n", what, kg_status_string(qs), ws);
+      ok = 0;
+    }
+    if (how == RUN_WORKSPACE && ws > 0) {   /* NaN bytes (up() poisons): a GEMM reading the row padding fails */
+      dW_ = up(NULL, ws);
+      e.workspace = dW_.p; e.workspace_size = ws;
+    }
+    kg_status ss = kg_dualgemm_fp4_select(&a, &e, &sel);
+    path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
+    const char *tc = "kg_dualgemm_" BACKEND_NAME "_tensorop_";
+    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && strcmp(sel, v->name) != 0) ||
+        (path && strncmp(sel + strlen(DEQ_PREFIX), tc, strlen(tc)) != 0)) {
+      printf("FAIL %s: select %s gave %s (workspace %zu bytes)\n", what, kg_status_string(ss), sel ? sel : "-", ws);
+      ok = 0;
+    }
+    *path_runs += path;
+  }
   kg_status st = kg_dualgemm_fp4(&a, &e);
   dev_sync();
-  int ok = 1, shown = 0;
   if (st != KG_SUCCESS) { printf("FAIL %s: %s\n", what, kg_status_string(st)); ok = 0; }
+  if (dW_.base) {   /* the path writes inside the workspace only */
+    uint8_t *wsh = xmalloc(dW_.n);
+    if (!down(&dW_, wsh)) { printf("FAIL %s: a workspace guard was written\n", what); ok = 0; }
+    free(wsh);
+    dev_free(dW_.base);
+  }
+  /* the path rounds e2m1 * f32(sf) / gs to the activation type once per element of an operand with an
+  ** NVFP4 global scale (kg.h): u per such operand of each product */
+  const int ngs[2] = { path ? w[0].with_gs + (v->a_fp4 && fa.with_gs) : 0, path ? w[1].with_gs + (v->a_fp4 && fa.with_gs) : 0 };
   uint16_t *D[3];
   for (int i = 0; i < 3; i++) {
     D[i] = xmalloc(dn);
@@ -303,7 +395,7 @@ static int run_dual(const dvar *v, const dcase *c, double *worst) {
           double cterm = cn[b] ? beta[b] * val16(C[b][z * bsc[b] + i * ldc[b] + j], bf) : 0.0;
           x[b] = alpha[b] * s + cterm;
           xr[b] = round16(x[b], bf);
-          tol[b] = 2.0 * u * fabs(x[b]) + (double)(k + 4) * ldexp(1.0, -23) * fabs(alpha[b]) * abs +
+          tol[b] = 2.0 * u * fabs(x[b]) + ((double)(k + 4) * ldexp(1.0, -23) + 1.01 * ngs[b] * u) * fabs(alpha[b]) * abs +
                    ldexp(1.0, -22) * fabs(cterm) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));   /* + subnormal spacing */
           if (b ? v->sd1 : v->sd0) {
             double got = val16(D[b][di], bf), err = fabs(got - x[b]);
@@ -403,6 +495,117 @@ static int run_dual_statuses(const dvar *v) {
   return ok;
 }
 
+/* The dequantize path's contract for an any-M variant v, batched (3 batches: W0 and A per batch, W1
+** shared; NVFP4 global scales per group; m = 40, aligned C / D): the workspace size (on a GPU where
+** kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2 bytes, + 3 * m * round8(k) * 2 for
+** W4A4; else 0), explain's lines without and with the workspace (or why the path is not taken), a short
+** workspace (in-kernel variant), v forced by name (never the path), the path forced by its name with a
+** short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C backend KG_ERROR_NOT_SUPPORTED); nothing is
+** written. */
+static int run_dual_path_statuses(const dvar *v) {
+  const int64_t m = 40, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
+  const int64_t ldd = 32, bsd = m * ldd, ldb = k / 2, lda = v->a_fp4 ? k / 2 : k;
+  const size_t sf0 = ref_sf_bytes(v->layout, n, kv, batch), sf1 = ref_sf_bytes(v->layout, n, kv, 1);
+  const size_t sfa = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, batch) : 1;
+  const float gs[3] = { 3.0f, 5.0f, 7.0f };
+  dbuf dA = up(NULL, (size_t)(batch * m * k * 2)), dB0 = up(NULL, (size_t)(batch * n * ldb)), dB1 = up(NULL, (size_t)(n * ldb));
+  dbuf dS0 = up(NULL, sf0), dS1 = up(NULL, sf1), dSA = up(NULL, sfa), dG = up(gs, sizeof gs);
+  dbuf dD[3] = { up(NULL, (size_t)(batch * bsd * 2)), up(NULL, (size_t)(batch * bsd * 2)), up(NULL, (size_t)(batch * bsd * 2)) };
+  kg_dualgemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.mode = KG_MODE_BATCHED; a.batch_count = batch; a.m = m; a.n = n; a.k = k;
+  a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout; a.op = v->op;
+  a.a = dA.p; a.lda = lda; a.batch_stride_a = m * lda;
+  a.b0 = dB0.p; a.ldb0 = ldb; a.batch_stride_b0 = n * ldb; a.sf_b0 = dS0.p; a.sf_b0_bytes = sf0;
+  a.b1 = dB1.p; a.ldb1 = ldb; a.batch_stride_b1 = 0; a.sf_b1 = dS1.p; a.sf_b1_bytes = sf1;
+  if (v->format == KG_FP4_NVFP4) { a.global_scale_b0 = (const float *)dG.p; a.global_scale_b1 = (const float *)dG.p; }
+  if (v->a_fp4) {
+    a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA.p; a.sf_a_bytes = sfa;
+    if (v->format == KG_FP4_NVFP4) a.global_scale_a = (const float *)dG.p;
+  }
+  a.store_d0 = v->sd0; a.store_d1 = v->sd1;
+  a.d0 = v->sd0 ? dD[0].p : NULL; a.d1 = v->sd1 ? dD[1].p : NULL; a.d2 = dD[2].p;
+  a.ldd0 = a.ldd1 = a.ldd2 = ldd;
+  a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = bsd;
+  a.alpha0 = a.alpha1 = 1.0f;
+  const int gpu = BACKEND != KG_BACKEND_C;
+  const int applies = gpu && has_tensorop(v) && (v->bf || (v->format == KG_FP4_NVFP4 && !a.global_scale_b0));
+  const size_t want = applies ? (size_t)(((batch + 1) * n + (v->a_fp4 ? batch * m : 0)) * round8(k) * 2) : 0;
+  int ok = 1;
+  static char buf[16384];
+  char line[320], forced[256];
+  const char *sel = NULL;
+  size_t ws = 7, ws2 = 7;
+  kg_exec e = exec_for(NULL);
+  kg_status st = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
+  if (st != KG_SUCCESS || ws != want) {
+    printf("FAIL %s: path workspace size %s, %zu bytes, wanted %zu\n", v->name, kg_status_string(st), ws, want);
+    ok = 0;
+  }
+  dbuf dW = up(NULL, ws + 16);
+  st = kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
+  if (ws > 0) snprintf(line, sizeof line, "dequantize path: not taken: workspace 0 bytes given, %zu needed", ws);
+  else snprintf(line, sizeof line, "%s", gpu ? "dequantize path: not taken: " : v->name);
+  if (st != KG_SUCCESS || !strstr(buf, line) || (!gpu && strstr(buf, "dequantize"))) {
+    printf("FAIL %s: explain without a workspace (%s): %.600s\n", v->name, kg_status_string(st), buf);
+    ok = 0;
+  }
+  if (ws > 0) {
+    e.workspace = dW.p; e.workspace_size = ws - 1;
+    st = kg_dualgemm_fp4_select(&a, &e, &sel);
+    if (st != KG_SUCCESS || strcmp(sel, v->name) != 0) {
+      printf("FAIL %s: select with a short workspace gave %s %s\n", v->name, kg_status_string(st), sel ? sel : "-");
+      ok = 0;
+    }
+    e.workspace_size = ws;
+    st = kg_dualgemm_fp4_select(&a, &e, &sel);
+    if (st != KG_SUCCESS || strncmp(sel, DEQ_PREFIX "kg_dualgemm_", strlen(DEQ_PREFIX "kg_dualgemm_")) != 0) {
+      printf("FAIL %s: select with the workspace gave %s %s\n", v->name, kg_status_string(st), sel ? sel : "-");
+      ok = 0;
+      sel = DEQ_PREFIX "?";
+    }
+    snprintf(forced, sizeof forced, "%s", sel);
+    snprintf(line, sizeof line, "%s: chosen instead of %s (", forced, v->name);
+    st = kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
+    if (st != KG_SUCCESS || !strstr(buf, line)) {
+      printf("FAIL %s: explain with the workspace (%s): %.600s\n", v->name, kg_status_string(st), buf);
+      ok = 0;
+    }
+    e.variant = v->name;
+    if (kg_dualgemm_fp4_select(&a, &e, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+        kg_dualgemm_fp4_workspace_size(&a, &e, &ws2) != KG_SUCCESS || ws2 != 0) {
+      printf("FAIL %s: forced by name with a workspace: %s, workspace size %zu\n", v->name, sel ? sel : "-", ws2);
+      ok = 0;
+    }
+    e.variant = forced;
+    e.workspace_size = ws - 16;
+    if (kg_dualgemm_fp4_workspace_size(&a, &e, &ws2) != KG_SUCCESS || ws2 != ws ||
+        (st = kg_dualgemm_fp4(&a, &e)) != KG_ERROR_WORKSPACE_TOO_SMALL) {
+      printf("FAIL %s: forced path, short workspace: %s (size %zu)\n", v->name, kg_status_string(st), ws2);
+      ok = 0;
+    }
+  } else if (!gpu) {
+    e.variant = DEQ_PREFIX "kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1";
+    e.workspace = dW.p; e.workspace_size = 16;
+    if ((st = kg_dualgemm_fp4(&a, &e)) != KG_ERROR_NOT_SUPPORTED) {
+      printf("FAIL %s: forced path on the C backend: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+  }
+  dev_sync();
+  for (int q = 0; q < 3; q++) {
+    uint8_t *h = xmalloc(dD[q].n);
+    if (!down(&dD[q], h)) ok = 0;
+    for (size_t i = 0; ok && i < dD[q].n; i++)
+      if (h[i] != POISON) { printf("FAIL %s: a refused call wrote D%d\n", v->name, q); ok = 0; }
+    free(h);
+    dev_free(dD[q].base);
+  }
+  dev_free(dA.base); dev_free(dB0.base); dev_free(dB1.base); dev_free(dS0.base); dev_free(dS1.base);
+  dev_free(dSA.base); dev_free(dG.base); dev_free(dW.base);
+  return ok;
+}
+
 /* ---- amax ------------------------------------------------------------------------------------ */
 static int run_amax(const char *name, kg_dtype t, int64_t batch, int64_t rows, int64_t cols) {
   const int64_t ldx = cols + 5, bs = rows * ldx + 11;
@@ -471,13 +674,20 @@ int main(int argc, char **argv) {
       if (!parse_dvar(name, &v)) { printf("FAIL %s: cannot parse the variant name\n", name); g_fail++; continue; }
       nd++;
       double worst = 0.0;
-      int fails = 0;
+      int fails = 0, path_runs = 0;
       for (int c = 0; c < NCASES; c++) {
         if (v.small && CASES[c].m > 16) continue;
-        if (run_dual(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
+        if (run_dual(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
-      printf("%s %s: worst error %.3f of the tolerance\n", fails ? "FAIL" : "ok  ", name, worst);
+      if (!v.small) {
+        for (int c = 0; c < NPATH; c++)
+          for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
+            if (run_dual(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+        if (run_dual_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+      }
+      printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
+             v.small ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
     } else if (!strncmp(name, APREFIX, strlen(APREFIX))) {
       const char *dt = name + strlen(APREFIX);
       const kg_dtype t = !strcmp(dt, "f32") ? KG_F32 : !strcmp(dt, "f16") ? KG_F16 : KG_BF16;

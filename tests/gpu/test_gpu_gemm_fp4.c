@@ -25,7 +25,20 @@
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
 ** must be untouched. Statuses: m = 17 on a warp kernel -> KG_ERROR_NOT_SUPPORTED (with a
 ** kg_explain line saying the limit), a misaligned lda -> KG_ERROR_MISALIGNED_OPERAND, odd k ->
-** KG_ERROR_INVALID_PROBLEM (m = 17 the same on skinny kernels), and nothing written. Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
+** KG_ERROR_INVALID_PROBLEM (m = 17 the same on skinny kernels), and nothing written.
+** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
+** NULL), once without a workspace (select must name the variant) and once with a workspace of
+** kg_gemm_fp4_workspace_size's bytes filled with NaN bytes: on the GPU the size must be > 0 exactly for
+** the bf16 cases whose ldc / ldd are multiples of 8, select then names "dequantize + kg_gemm_cuda_tensorop_*",
+** and the result meets the same tolerance plus u * |alpha| * sum |a w| per operand with an NVFP4 global
+** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 17 .. 257 (not multiples of the
+** 128-row tile), n 7 .. 300, k 30 .. 4096, C with beta, bias rows, W4A4, MXFP4 and NVFP4 with and without
+** global scales, and one case with unaligned lds (the in-kernel variant runs). run_path_statuses checks
+** the size (n * round8(k) * 2, + m * round8(k) * 2 for W4A4), explain's lines, a short or misaligned
+** workspace (in-kernel variant), the variant forced by name (never the path) and the path forced by its
+** name (KG_ERROR_WORKSPACE_TOO_SMALL, KG_ERROR_MISALIGNED_OPERAND, KG_ERROR_NOT_SUPPORTED). On the host
+** build the size is 0, select names the C variant, and the forced path is KG_ERROR_NOT_SUPPORTED.
+** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 **
 ** Checking the test itself without a GPU: -DKG_GPU_TEST_HOST runs the C-backend variants
@@ -82,14 +95,27 @@ static uint8_t *guarded(size_t n, uint8_t **inner) {
   return b;
 }
 
-typedef struct gcase { int64_t m, n, k; int with_c, bias, with_gs; } gcase;
+/* al: ldc / ldd multiples of 8 elements (what kg_gemm's tensor-core variants need, so the dequantize path
+** can take the case); else n + 1 / n + 3 */
+typedef struct gcase { int64_t m, n, k; int with_c, bias, with_gs, al; } gcase;
 
-/* One case of variant v. Returns 1 on pass. *worst: error in tolerance units. */
-static int run_case(const gvar *v, const gcase *c, double *worst) {
+/* How a case runs: v forced by name; dispatch (exec.variant NULL) without a workspace; dispatch with
+** a workspace of kg_gemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
+enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE };
+static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace" };
+#define DEQ_PREFIX "dequantize + "
+#define TC_PREFIX "kg_gemm_" BACKEND_NAME "_tensorop_"
+
+static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
+
+/* One case of variant v. Returns 1 on pass. *worst: error in tolerance units; *path_runs counts the
+** calls that took the dequantize path. */
+static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *path_runs) {
   const int64_t m = c->m, n = c->n, k = c->k, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bs - 1) / bs;
   /* W4A4: A is FP4 bytes (lda bytes, a multiple of 16) with its own scales and global scale */
   const int64_t lda = v->a_fp4 ? (k / 2 + 16 + 15) / 16 * 16 : (k + 8 + 7) / 8 * 8;
-  const int64_t ldb = (k / 2 + 16 + 15) / 16 * 16, ldd = n + 3, ldc = c->bias ? 0 : n + 1;
+  const int64_t ldb = (k / 2 + 16 + 15) / 16 * 16, ldd = c->al ? round8(n) + 8 : n + 3;
+  const int64_t ldc = c->bias ? 0 : c->al ? round8(n) + 8 : n + 1;
   const size_t an = v->a_fp4 ? (size_t)(m * lda) : (size_t)(m * lda) * 2;
   const double gsa = v->format == KG_FP4_NVFP4 && c->with_gs ? (double)(2688.0f / 3.75f) : 1.0;
   const float gsaf = 2688.0f / 3.75f;
@@ -142,14 +168,53 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
     a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA; a.sf_a_bytes = sfan;
     a.global_scale_a = v->format == KG_FP4_NVFP4 && c->with_gs ? (const float *)dGA : NULL;
   }
-  kg_exec e = exec_for(v->name);
+  kg_exec e = exec_for(how == RUN_FORCED ? v->name : NULL);
+  int ok = 1, path = 0;
+  uint8_t *bW = NULL;
+  if (how != RUN_FORCED) {
+    /* the in-kernel variant without a workspace; with one, the dequantize path where its size is > 0
+    ** (never on the C backend) */
+    size_t ws = 1;
+    const char *sel = NULL;
+    kg_status qs = kg_gemm_fp4_workspace_size(&a, &e, &ws);
+    /* on a GPU the path applies to the bf16 cases with aligned lds (f16 only for NVFP4 without global
+    ** scales: exact there); never on the C backend */
+    const int gs_any = a.global_scale_b || a.global_scale_a;
+    const int expect = BACKEND != KG_BACKEND_C && c->al && (v->bf || (v->format == KG_FP4_NVFP4 && !gs_any));
+    if (qs != KG_SUCCESS || (ws > 0) != expect) {
+      printf("FAIL %s m%lld n%lld k%lld: workspace size %s, %zu bytes\n", v->name, (long long)m, (long long)n,
+             (long long)k, kg_status_string(qs), ws);
+      ok = 0;
+    }
+    if (how == RUN_WORKSPACE && ws > 0) {   /* NaN bytes: a GEMM reading the row padding fails */
+      uint8_t *poison = xmalloc(ws);
+      memset(poison, 0xFF, ws);
+      bW = dev_alloc(ws);
+      h2d(bW, poison, ws);
+      free(poison);
+      e.workspace = bW; e.workspace_size = ws;
+    }
+    kg_status ss = kg_gemm_fp4_select(&a, &e, &sel);
+    path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
+    const int want_path = how == RUN_WORKSPACE && ws > 0;
+    if (ss != KG_SUCCESS || path != want_path || (!path && strcmp(sel, v->name) != 0) ||
+        (path && strncmp(sel + strlen(DEQ_PREFIX), TC_PREFIX, strlen(TC_PREFIX)))) {
+      printf("FAIL %s m%lld n%lld k%lld (%s): select %s gave %s (workspace %zu bytes)\n", v->name, (long long)m,
+             (long long)n, (long long)k, RUN_NAMES[how], kg_status_string(ss), sel ? sel : "-", ws);
+      ok = 0;
+    }
+    *path_runs += path;
+  }
   kg_status st = kg_gemm_fp4(&a, &e);
   dev_sync();
-  int ok = 1;
   if (st != KG_SUCCESS) {
-    printf("FAIL %s m%lld n%lld k%lld: %s\n", v->name, (long long)m, (long long)n, (long long)k, kg_status_string(st));
+    printf("FAIL %s m%lld n%lld k%lld (%s): %s\n", v->name, (long long)m, (long long)n, (long long)k, RUN_NAMES[how],
+           kg_status_string(st));
     ok = 0;
   }
+  /* the path rounds e2m1 * f32(sf) / gs to the activation type once per element where a global scale is set
+  ** (kg.h): half an ulp, u, per such operand */
+  const int ngs = path ? (a.global_scale_b != NULL) + (a.global_scale_a != NULL) : 0;
   d2h(D, bD, dn + 2 * GUARD);
   const double u = v->bf ? ldexp(1.0, -8) : ldexp(1.0, -11);
   int shown = 0;
@@ -184,19 +249,21 @@ static int run_case(const gvar *v, const gcase *c, double *worst) {
       double cterm = cn ? -0.5 * (v->bf ? bf16_to_f64(C[i * ldc + j]) : f16_to_f64(C[i * ldc + j])) : 0.0;
       double ref = 1.25 * s + cterm;
       /* + the output type's subnormal spacing (f16 2^-24): tiny results round absolutely */
-      double tol = 2.0 * u * fabs(ref) + (double)(k + 4) * ldexp(1.0, -23) * 1.25 * abs + ldexp(1.0, -22) * fabs(cterm) +
-                   (v->bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
+      double tol = 2.0 * u * fabs(ref) + ((double)(k + 4) * ldexp(1.0, -23) + 1.01 * ngs * u) * 1.25 * abs +
+                   ldexp(1.0, -22) * fabs(cterm) + (v->bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
       double got = v->bf ? bf16_to_f64(got16) : f16_to_f64(got16);
       double err = fabs(got - ref);
       if (!(err <= tol)) {
         if (shown++ < 4)
-          printf("FAIL %s m%lld n%lld k%lld: D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name, (long long)m,
-                 (long long)n, (long long)k, (long long)i, (long long)j, got, ref, tol);
+          printf("FAIL %s m%lld n%lld k%lld (%s%s): D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name,
+                 (long long)m, (long long)n, (long long)k, RUN_NAMES[how], path ? ", dequantize path" : "",
+                 (long long)i, (long long)j, got, ref, tol);
         ok = 0;
       } else if (err / tol > *worst) *worst = err / tol;
     }
   free(w);
   dev_free(bA); dev_free(bB); dev_free(bS); dev_free(bC); dev_free(bG); dev_free(bD); dev_free(bSA); dev_free(bGA);
+  if (bW) dev_free(bW);
   free(A); free(B); free(S); free(C); free(D); free(SA);
   return ok;
 }
@@ -249,6 +316,152 @@ static int run_statuses(const gvar *v) {
   return ok;
 }
 
+/* The dequantize path's contract for an any-M variant v (m = 40, lds multiples of 8, NVFP4 global
+** scales): the workspace size (0 on the C backend; on a GPU n * round8(k) * 2 bytes, plus m * round8(k) * 2
+** for W4A4), explain's last line without and with the workspace, a workspace one byte short or misaligned
+** (the in-kernel variant runs), v forced by name (never the path), the path forced by its select name
+** (short workspace -> KG_ERROR_WORKSPACE_TOO_SMALL, misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such
+** kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the C backend KG_ERROR_NOT_SUPPORTED); refused calls
+** write nothing. */
+static int run_path_statuses(const gvar *v) {
+  const int64_t m = 40, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
+  const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
+  const size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
+  const float gs = 3.0f;
+  uint8_t *dSA = dev_alloc(sfan), *dG = dev_alloc(4);
+  uint8_t *dA = dev_alloc((size_t)(m * k * 2)), *dB = dev_alloc((size_t)(n * k / 2)), *dS = dev_alloc(sfn);
+  uint8_t *dD = dev_alloc(dn), *D = xmalloc(dn);
+  memset(D, POISON, dn);
+  h2d(dD, D, dn);
+  h2d(dG, &gs, 4);
+  kg_gemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.m = m; a.n = n; a.k = k; a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout;
+  a.a = dA; a.lda = v->a_fp4 ? k / 2 : k; a.b = dB; a.ldb = k / 2; a.sf_b = dS; a.sf_b_bytes = sfn; a.d = dD; a.ldd = ldd;
+  a.alpha = 1.0f;
+  if (v->format == KG_FP4_NVFP4) a.global_scale_b = (const float *)dG;
+  if (v->a_fp4) {
+    a.a_fp4 = 1; a.sf_layout_a = v->layout_a; a.sf_a = dSA; a.sf_a_bytes = sfan;
+    if (v->format == KG_FP4_NVFP4) a.global_scale_a = (const float *)dG;
+  }
+  const int gpu = BACKEND != KG_BACKEND_C, f16_refused = !v->bf && (v->format == KG_FP4_MXFP4 || a.global_scale_b);
+  const size_t want = gpu && !f16_refused ? (size_t)((n + (v->a_fp4 ? m : 0)) * round8(k) * 2) : 0;
+  int ok = 1;
+  static char buf[16384];
+  char forced[256];
+  const char *sel = NULL;
+  size_t ws = 7;
+  kg_exec e = exec_for(NULL);
+  kg_status st = kg_gemm_fp4_workspace_size(&a, &e, &ws);
+  if (st != KG_SUCCESS || ws != want) {
+    printf("FAIL %s: path workspace size %s, %zu bytes, wanted %zu\n", v->name, kg_status_string(st), ws, want);
+    ok = 0;
+  }
+  uint8_t *bW = dev_alloc(ws + 16);
+  if (ws > 0) {
+    /* no workspace: explain says the path was not taken and why; the FP4 variant is chosen */
+    char line[320];
+    snprintf(line, sizeof line, "dequantize path: not taken: workspace 0 bytes given, %zu needed", ws);
+    st = kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (st != KG_SUCCESS || !strstr(buf, line) || !strstr(buf, v->name)) {
+      printf("FAIL %s: explain without a workspace (%s): %.600s\n", v->name, kg_status_string(st), buf);
+      ok = 0;
+    }
+    /* one byte short, then misaligned: the FP4 variant */
+    const size_t sizes[2] = { ws - 1, ws };
+    for (int t = 0; t < 2; t++) {
+      e.workspace = bW + (t ? 8 : 0); e.workspace_size = sizes[t];
+      st = kg_gemm_fp4_select(&a, &e, &sel);
+      if (st != KG_SUCCESS || strcmp(sel, v->name) != 0) {
+        printf("FAIL %s: select with a %s workspace gave %s %s\n", v->name, t ? "misaligned" : "short",
+               kg_status_string(st), sel ? sel : "-");
+        ok = 0;
+      }
+    }
+    /* the workspace: explain names the path instead of v */
+    e.workspace = bW; e.workspace_size = ws;
+    st = kg_gemm_fp4_select(&a, &e, &sel);
+    if (st != KG_SUCCESS || strncmp(sel, DEQ_PREFIX TC_PREFIX, strlen(DEQ_PREFIX TC_PREFIX)) != 0) {
+      printf("FAIL %s: select with the workspace gave %s %s\n", v->name, kg_status_string(st), sel ? sel : "-");
+      ok = 0;
+      sel = DEQ_PREFIX "?";
+    }
+    snprintf(forced, sizeof forced, "%s", sel);
+    snprintf(line, sizeof line, "%s: chosen instead of %s (", forced, v->name);
+    st = kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (st != KG_SUCCESS || !strstr(buf, line)) {
+      printf("FAIL %s: explain with the workspace (%s): %.600s\n", v->name, kg_status_string(st), buf);
+      ok = 0;
+    }
+    /* v forced by name: never the path, workspace size 0 */
+    e.variant = v->name;
+    size_t ws2 = 7;
+    if (kg_gemm_fp4_select(&a, &e, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+        kg_gemm_fp4_workspace_size(&a, &e, &ws2) != KG_SUCCESS || ws2 != 0) {
+      printf("FAIL %s: forced by name with a workspace: %s, workspace size %zu\n", v->name, sel ? sel : "-", ws2);
+      ok = 0;
+    }
+    /* the path forced by its name: short / misaligned workspace, no such kg_gemm variant */
+    e.variant = forced;
+    if (kg_gemm_fp4_workspace_size(&a, &e, &ws2) != KG_SUCCESS || ws2 != ws) {
+      printf("FAIL %s: forced path workspace size %zu\n", v->name, ws2);
+      ok = 0;
+    }
+    e.workspace_size = ws - 1;
+    if ((st = kg_gemm_fp4(&a, &e)) != KG_ERROR_WORKSPACE_TOO_SMALL) {
+      printf("FAIL %s: forced path, short workspace: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+    e.workspace = NULL; e.workspace_size = 0;
+    if ((st = kg_gemm_fp4(&a, &e)) != KG_ERROR_WORKSPACE_TOO_SMALL) {
+      printf("FAIL %s: forced path, no workspace: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+    e.workspace = bW + 8; e.workspace_size = ws;
+    if ((st = kg_gemm_fp4(&a, &e)) != KG_ERROR_MISALIGNED_OPERAND) {
+      printf("FAIL %s: forced path, misaligned workspace: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+    e.workspace = bW;
+    e.variant = DEQ_PREFIX "kg_gemm_no_such_variant";
+    if ((st = kg_gemm_fp4(&a, &e)) != KG_ERROR_NOT_SUPPORTED) {
+      printf("FAIL %s: forced path, no such kg_gemm variant: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+    kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (!strstr(buf, DEQ_PREFIX "kg_gemm_no_such_variant: rejected: kg_gemm takes no variant named")) {
+      printf("FAIL %s: explain of a forced unknown path: %.600s\n", v->name, buf);
+      ok = 0;
+    }
+  } else if (!gpu) {
+    /* the C backend: the path forced by name is not supported, dispatch ignores a workspace */
+    e.variant = DEQ_PREFIX "kg_gemm_c_blocked_bf16_xxx";
+    e.workspace = bW; e.workspace_size = 16;
+    if ((st = kg_gemm_fp4(&a, &e)) != KG_ERROR_NOT_SUPPORTED) {
+      printf("FAIL %s: forced path on the C backend: %s\n", v->name, kg_status_string(st));
+      ok = 0;
+    }
+    kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (!strstr(buf, "rejected: the dequantize path is for the GPU backends")) {
+      printf("FAIL %s: explain of the forced path on the C backend: %.600s\n", v->name, buf);
+      ok = 0;
+    }
+    e.variant = NULL;
+    st = kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    if (st != KG_SUCCESS || kg_gemm_fp4_select(&a, &e, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+        strstr(buf, "dequantize")) {
+      printf("FAIL %s: dispatch on the C backend with a workspace: %s; %.600s\n", v->name, sel ? sel : "-", buf);
+      ok = 0;
+    }
+  }
+  dev_sync();
+  d2h(D, dD, dn);
+  for (size_t i = 0; ok && i < dn; i++)
+    if (D[i] != POISON) { printf("FAIL %s: a refused call wrote D\n", v->name); ok = 0; }
+  dev_free(dA); dev_free(dB); dev_free(dS); dev_free(dD); dev_free(dSA); dev_free(dG); dev_free(bW); free(D);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -264,12 +477,21 @@ int main(int argc, char **argv) {
   printf("test_gpu_gemm_fp4: HOST BUILD (KG_GPU_TEST_HOST): C-backend variants, host memory\n");
 #endif
   static const gcase CASES[] = {
-    { 1, 1, 2, 0, 0, 1 }, { 2, 7, 30, 1, 0, 1 }, { 5, 129, 64, 1, 1, 0 }, { 16, 300, 200, 1, 0, 1 },
-    { 16, 7, 544, 0, 0, 1 }, { 1, 129, 4096, 1, 0, 1 }, { 16, 300, 4096, 0, 0, 0 }, { 3, 1, 96, 1, 1, 1 },
-    { 5, 33, 544, 1, 1, 1 },
+    { 1, 1, 2, 0, 0, 1, 0 }, { 2, 7, 30, 1, 0, 1, 0 }, { 5, 129, 64, 1, 1, 0, 0 }, { 16, 300, 200, 1, 0, 1, 0 },
+    { 16, 7, 544, 0, 0, 1, 0 }, { 1, 129, 4096, 1, 0, 1, 0 }, { 16, 300, 4096, 0, 0, 0, 0 }, { 3, 1, 96, 1, 1, 1, 0 },
+    { 5, 33, 544, 1, 1, 1, 0 },
     /* mma kernels only (m > 16: not multiples of the 64 x 64 tile) */
-    { 17, 7, 30, 1, 0, 1 }, { 100, 129, 200, 1, 1, 1 }, { 130, 300, 544, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1 },
-    { 257, 65, 64, 0, 0, 1 },
+    { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
+    { 257, 65, 64, 0, 0, 1, 0 },
+  };
+  /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
+  ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
+  ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
+  ** unaligned lds: the in-kernel variant runs with the workspace too */
+  static const gcase PATH_CASES[] = {
+    { 17, 7, 30, 1, 0, 1, 1 }, { 100, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
+    { 257, 65, 64, 0, 0, 1, 1 }, { 64, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
+    { 100, 129, 200, 1, 0, 1, 0 },
   };
   int nv = 0;
   for (int i = 0; i < kg_variant_count(); i++) {
@@ -279,13 +501,20 @@ int main(int argc, char **argv) {
     if (!parse(name, &v)) { printf("FAIL %s: cannot parse the variant name\n", name); g_fail++; continue; }
     nv++;
     double worst = 0.0;
-    int fails = 0;
+    int fails = 0, path_runs = 0;
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
       if (v.small && CASES[c].m > 16) continue;
-      if (run_case(&v, &CASES[c], &worst)) g_pass++; else { g_fail++; fails++; }
+      if (run_case(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
-    printf("%s %s: worst error %.3f of the tolerance\n", fails ? "FAIL" : "ok  ", name, worst);
+    if (!v.small) {
+      for (size_t c = 0; c < sizeof PATH_CASES / sizeof PATH_CASES[0]; c++)
+        for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
+          if (run_case(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+      if (run_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+    }
+    printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
+           v.small ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
   }
   if (nv == 0) { printf("FAIL no %s* variants compiled in\n", VPREFIX); g_fail++; }
   summary();
