@@ -15,6 +15,12 @@
 ** Weights: random bf16, their amax by kg_amax, the NVFP4 global scale by
 ** kg_nvfp4_global_scale, kg_fp4_quantize, then kg_fp4_dequantize for the peer.
 ** Enough weight sets are rotated that no launch finds its weights in L2.
+** kg calls: each FP4 GEMM / DualGemm row asks kg_gemm_fp4_workspace_size /
+** kg_dualgemm_fp4_workspace_size and passes a workspace of that size (allocated
+** once, outside the timed region; grown for a larger row), so above M = 16 kg
+** runs its dequantize path ("deq+<kg_gemm or kg_dualgemm variant>" in the
+** variant column: the weights dequantized into the workspace, then the bf16
+** tensor-core GEMM) where it applies, else the in-kernel FP4 variant.
 ** Reported per row: kg variant, kg us, peer us, peer/kg (above 1: kg faster),
 ** kg TB/s on the FP4 weight bytes (packed values + scales) and that as % of the
 ** device-to-device copy ceiling measured in the same run.
@@ -24,10 +30,17 @@
 ** Exit status: 0 all checks passed, 1 a check failed, 2 a CUDA / cuBLAS call failed.
 **
 ** Environment:
-**   KG_BENCH_QUICK=1   only M in {16, 4096} and one quantizer row
-**   KG_BENCH_REPS=N    timed samples per operation (default 30, at least 20)
-**   KG_BENCH_SEED=N    RNG seed (default 1)
-**   KG_COMMIT=SHA      commit to print when git is not available
+**   KG_BENCH_QUICK=1       only M in {16, 4096} and one quantizer row
+**   KG_BENCH_MS=128,4096   the GEMM and DualGemm rows run exactly these M values (any M >= 1,
+**                          up to 16 values), NVFP4 and MXFP4 alike (wins over KG_BENCH_QUICK and
+**                          the MXFP4 defaults); the quantizer rows are unchanged
+**   KG_BENCH_VARIANT=NAME  force exec.variant for the FP4 GEMM / DualGemm rows: an FP4 variant
+**                          (e.g. kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4: the in-kernel path) or a
+**                          dequantize path name as select prints it ("dequantize + kg_gemm_cuda_...");
+**                          rows of the other op (or shape) it does not fit show "-" for kg
+**   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
+**   KG_BENCH_SEED=N        RNG seed (default 1)
+**   KG_COMMIT=SHA          commit to print when git is not available
 */
 #include "bench_common.h"
 
@@ -38,7 +51,7 @@ int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1
                       int64_t n, void *stream);
 
 #define MAX_SETS 8
-#define MAX_ROWS 64
+#define MAX_ROWS 160
 #define N_SAMPLES 64
 #define TOL_REF 2e-2      /* bf16 output rounding (and D0/D1 roundings for SwiGLU), relative to scale */
 #define TOL_KG_PEER 1e-2  /* norm-wise: both sum the same products in f32 */
@@ -54,7 +67,45 @@ static struct {
   double copy_tbs, copy_ms;
   int nrows, fails;
   char table[MAX_ROWS][256];
+  const char *force_variant;    /* KG_BENCH_VARIANT */
+  const char *ms;               /* KG_BENCH_MS */
+  void *ws;                     /* workspace of the FP4 GEMM / DualGemm rows (grows) */
+  size_t ws_bytes;
 } G;
+
+/* Whether the GEMM / DualGemm rows run M: KG_BENCH_MS (a comma-separated list) when set, else dflt. */
+static int m_selected(int64_t m, int dflt) {
+  if (!G.ms) return dflt;
+  for (const char *s = G.ms; *s;) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s) return 0;
+    if (v == (long long)m) return 1;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* The list of KG_BENCH_MS, checked: positive integers separated by commas. */
+static int ms_valid(const char *list) {
+  int n = 0;
+  for (const char *s = list; *s;) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 1 || (*end && *end != ',')) return 0;
+    n++;
+    s = *end == ',' ? end + 1 : end;
+  }
+  return n > 0;
+}
+
+/* The variant column: the name without "kg_..._cuda_"; the dequantize path as "deq+<inner>". */
+static void short_variant(const char *name, char *out, size_t cap) {
+  static const char DEQ[] = "dequantize + ";
+  const int deq = strncmp(name, DEQ, sizeof DEQ - 1) == 0;
+  const char *inner = deq ? name + sizeof DEQ - 1 : name, *s = strstr(inner, "_cuda_");
+  snprintf(out, cap, "%s%s", deq ? "deq+" : "", s ? s + 6 : inner);
+}
 
 static void table_add(const char *line) {
   if (G.nrows < MAX_ROWS) snprintf(G.table[G.nrows++], sizeof G.table[0], "%s", line);
@@ -165,6 +216,18 @@ typedef struct problem {
   kg_status kg_err;
   int peer_err;
 } problem;
+
+/* The row's workspace: G.ws grown to ws bytes (outside the timed region), given to p->exec; none for 0. */
+static void workspace_reserve(size_t ws, problem *p) {
+  if (ws > G.ws_bytes) {
+    if (G.ws) CK(cudaFree(G.ws));
+    G.ws = NULL;
+    CK(cudaMalloc(&G.ws, ws));
+    G.ws_bytes = ws;
+  }
+  p->exec.workspace = ws ? G.ws : NULL;
+  p->exec.workspace_size = ws ? G.ws_bytes : 0;
+}
 
 static int launch_kg(void *ctx, int s) {
   problem *p = (problem *)ctx;
@@ -278,17 +341,22 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     CK(cudaMemcpy(p->a[s], hA, nA * 2, cudaMemcpyHostToDevice));
   }
   p->exec = cuda_exec();
+  p->exec.variant = G.force_variant;
 
   char variant[128] = "-", note[256] = "";
   const char *name = NULL;
   int has_kg = 0;
+  size_t ws = 0;
   if (!dual) {
     kg_gemm_fp4_args g;
     memset(&g, 0, sizeof g);
     g.m = m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format; g.sf_layout = KG_SF_SWIZZLED_128X4;
     g.a = p->a[0]; g.lda = w->k; g.b = w->q[0]; g.ldb = w->k / 2; g.sf_b = w->sf[0][0]; g.sf_b_bytes = w->sf_bytes;
     g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL; g.d = p->d[OP_KG][0]; g.ldd = w->n; g.alpha = 1.0f;
-    has_kg = kg_gemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+    if (kg_gemm_fp4_workspace_size(&g, &p->exec, &ws) == KG_SUCCESS) {
+      workspace_reserve(ws, p);
+      has_kg = kg_gemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+    }
   } else {
     kg_dualgemm_fp4_args g;
     memset(&g, 0, sizeof g);
@@ -300,12 +368,13 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL;
     g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[0] + 1 : NULL;
     g.d2 = p->d[OP_KG][0]; g.ldd2 = w->n; g.alpha0 = g.alpha1 = 1.0f;
-    has_kg = kg_dualgemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+    if (kg_dualgemm_fp4_workspace_size(&g, &p->exec, &ws) == KG_SUCCESS) {
+      workspace_reserve(ws, p);
+      has_kg = kg_dualgemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
+    }
   }
-  if (has_kg) {
-    const char *s = strstr(name, "_cuda_");
-    snprintf(variant, sizeof variant, "%s", s ? s + 6 : name);
-  }
+  if (has_kg) short_variant(name, variant, sizeof variant);
+  else if (G.force_variant) snprintf(note, sizeof note, "kg: KG_BENCH_VARIANT=%s does not take this row", G.force_variant);
 
   bench_timer ops[N_OPS];
   memset(ops, 0, sizeof ops);
@@ -359,7 +428,7 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     snprintf(tb, sizeof tb, "%.3f", tbs);
     snprintf(pc, sizeof pc, "%.1f", 100.0 * tbs / G.copy_tbs);
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-40.40s %9s %9.2f %7s %7s %6s %s", label,
+  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %s", label,
            w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)m, (long long)w->n, (long long)w->k, variant, kus,
            peer * 1e3, ratio, tb, pc, ok ? "ok" : "FAIL");
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
@@ -419,7 +488,7 @@ static void run_quant(kg_fp4_format f, uint64_t *rng) {
   const char *short_name = strstr(name, "_cuda_") ? strstr(name, "_cuda_") + 6 : name;
   const double in_tbs = (double)elems * 2 / (t.med * 1e-3) / 1e12;
   const double all_tbs = ((double)elems * 2 + (double)elems / 2 + (double)sfb) / (t.med * 1e-3) / 1e12;
-  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-40.40s %9.2f %9s %7s %7.3f %6.1f %s (read+write %.3f TB/s)",
+  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %s (read+write %.3f TB/s)",
            f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)rows, "-", (long long)k, short_name,
            t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, t.failed ? "FAIL" : "ok", all_tbs);
   printf("%s\n", line);
@@ -438,7 +507,7 @@ static void print_header(void) {
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
-static const char *COLS = "op       fmt        M      N      K kg variant                                   kg us   peer us peer/kg kg TB/s  %copy check";
+static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy check";
 
 static void print_table(void) {
   printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
@@ -459,6 +528,12 @@ int main(int argc, char **argv) {
   G.reps = (int)bench_env_long("KG_BENCH_REPS", 30);
   if (G.reps < 20) G.reps = 20;
   G.seed = (uint64_t)bench_env_long("KG_BENCH_SEED", 1);
+  G.force_variant = bench_env_str("KG_BENCH_VARIANT");
+  G.ms = bench_env_str("KG_BENCH_MS");
+  if (G.ms && !ms_valid(G.ms)) {
+    fprintf(stderr, "bench_fp4: KG_BENCH_MS=%s: want M values >= 1 separated by commas\n", G.ms);
+    return 2;
+  }
   bench_fatal_hook = fatal_hook;
   if (!kg_backend_available(KG_BACKEND_CUDA)) {
     fprintf(stderr, "bench_fp4: the kg CUDA backend is not available (not compiled in, or no GPU)\n");
@@ -468,8 +543,9 @@ int main(int argc, char **argv) {
   CB(cublasCreate(&G.cublas));
   CB(cublasSetStream(G.cublas, G.st));
   bench_run_init(&G.run, G.cublas);
-  printf("bench_fp4: %s%s; reps %d (median); seed %llu\n", argv[0], G.quick ? " (KG_BENCH_QUICK=1)" : "", G.reps,
-         (unsigned long long)G.seed);
+  printf("bench_fp4: %s%s; reps %d (median); seed %llu%s%s%s%s\n", argv[0], G.quick ? " (KG_BENCH_QUICK=1)" : "",
+         G.reps, (unsigned long long)G.seed, G.ms ? "; M " : "", G.ms ? G.ms : "",
+         G.force_variant ? "; variant " : "", G.force_variant ? G.force_variant : "");
   G.copy_tbs = bench_copy_tbs((size_t)1 << 30, G.reps, G.st, &G.copy_ms);
   print_header();
   printf("%s\n", COLS);
@@ -478,24 +554,34 @@ int main(int argc, char **argv) {
   static const int64_t GEMM_MS[] = { 1, 16, 128, 1024, 4096 };
   static const int64_t NK[][2] = { { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } };
   static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 };
+  /* KG_BENCH_MS: its values in list order (up to 16), else the tables above */
+  int64_t MS_LIST[16];
+  int n_ms = 0;
+  for (const char *q = G.ms; q && *q && n_ms < 16;) {
+    char *end;
+    MS_LIST[n_ms++] = (int64_t)strtoll(q, &end, 10);
+    q = *end == ',' ? end + 1 : end;
+  }
+  const int N_GEMM_MS = G.ms ? n_ms : 5, N_DUAL_MS = G.ms ? n_ms : 6;
   for (int f = 0; f < 2; f++) {
     const kg_fp4_format fmt = f == 0 ? KG_FP4_NVFP4 : KG_FP4_MXFP4;
     for (int s = 0; s < 3; s++) {
       weights w;
       weights_make(&w, fmt, NK[s][0], NK[s][1], 1, &rng);
-      for (int i = 0; i < 5; i++) {
-        const int64_t m = GEMM_MS[i];
-        if ((G.quick || fmt == KG_FP4_MXFP4) && m != 16 && !(G.quick && m == 4096 && fmt == KG_FP4_NVFP4)) continue;
+      for (int i = 0; i < N_GEMM_MS; i++) {
+        const int64_t m = G.ms ? MS_LIST[i] : GEMM_MS[i];
+        if (m < 1 || !m_selected(m, !((G.quick || fmt == KG_FP4_MXFP4) && m != 16 &&
+                                       !(G.quick && m == 4096 && fmt == KG_FP4_NVFP4))))
+          continue;
         run_m(&w, 0, m, "gemm", &rng);
       }
       weights_free(&w);
     }
     weights w;
     weights_make(&w, fmt, 14336, 4096, 2, &rng);
-    for (int i = 0; i < 6; i++) {
-      const int64_t m = DUAL_MS[i];
-      if (G.quick && m != 16 && m != 4096) continue;
-      if (fmt == KG_FP4_MXFP4 && m > 16) continue;
+    for (int i = 0; i < N_DUAL_MS; i++) {
+      const int64_t m = G.ms ? MS_LIST[i] : DUAL_MS[i];
+      if (m < 1 || !m_selected(m, !(G.quick && m != 16 && m != 4096) && !(fmt == KG_FP4_MXFP4 && m > 16))) continue;
       run_m(&w, 1, m, "dual", &rng);
     }
     weights_free(&w);
@@ -505,6 +591,7 @@ int main(int argc, char **argv) {
 
   print_table();
   bench_fatal_hook = NULL;
+  if (G.ws) CK(cudaFree(G.ws));
   CB(cublasDestroy(G.cublas));
   CK(cudaStreamDestroy(G.st));
   return G.fails ? 1 : 0;
