@@ -24,6 +24,8 @@ return {
   kernel = "__global__",
   device_fn = "static __device__ __forceinline__",
   shared = "__shared__",
+  -- SMs (compute units) of the current device, 0 when unknown (runtime, cached)
+  sm_count = "kg__hip_sm_count()",
   restrict = "__restrict__",
   barrier = "__syncthreads()",
   storage = { f32 = "float", f16 = "__half", bf16 = "hip_bfloat16" },

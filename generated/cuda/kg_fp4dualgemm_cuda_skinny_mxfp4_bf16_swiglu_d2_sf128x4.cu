@@ -15,10 +15,12 @@
 ** code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
 ** (first * 2^126 (exact e2m1), then * 2^(sf-127): the full UE8M0 range,
 ** 0xff NaN;
-** products beyond the bf16 (= f32) range are Inf, as in f32). A block has 4 x 1 warps: 1 column
-** group of 2 MMA tiles per weight (16 columns per block), each split over 4 warps
-** that take one K range each (shared memory sums them); each warp has 2 K
-** chunks of weight loads in flight. One A fragment feeds the MMAs of both weights. The ragged end of K is read
+** products beyond the bf16 (= f32) range are Inf, as in f32). A block has ks x 1 warps: 1 column
+** group of 2 MMA tiles per weight (16 columns per block), each split over ks warps
+** that take one K range each (shared memory sums them). ks (1..16) is chosen at
+** launch: the finest K split that still runs every block of the grid at once.
+** Each warp keeps 2 K chunks of weight and scale loads in flight (a register
+** pipeline). One A fragment feeds the MMAs of both weights. The ragged end of K is read
 ** element-wise and zero-filled; columns past n are clamped (never stored).
 ** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
 ** then the op. Grid: x = column blocks, y = batch. */
@@ -112,7 +114,9 @@
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-enum { WS = 32, KSPLIT = 4, CG = 1, J = 2, U = 2, NB = 2, KC = 128, ACC = 4 };
+/* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB, less the
+** static sfmul table). */
+enum { WS = 32, KSPLIT_MAX = 16, CG = 1, SMEM_MAX = 232448 - 1024, J = 2, U = 2, NB = 2, KC = 128, ACC = 4 };
 
 typedef struct fp4s_params {
   const __nv_bfloat16 *a; int64_t lda, a_bs;          /* elements; a_bs: batch stride (0: shared) */
@@ -124,14 +128,9 @@ typedef struct fp4s_params {
   __nv_bfloat16 *d2; int64_t ldd2, d2_bs;
   float alpha[NB], beta[NB];
   int64_t m, n, k, kv;
+  int ksplit;                                      /* warps per column group (split K) */
 } fp4s_params;
 
-static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  return r;
-}
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
 ** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept). */
 static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {
@@ -143,6 +142,16 @@ static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
+}
+/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero:
+** _stream for data read once (L2 only; a miss fills 256 bytes of L2), _cached through L1. */
+static __device__ __forceinline__ void kg_fp4s_cp_stream(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void kg_fp4s_cp_cached(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
 }
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
 static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
@@ -164,34 +173,70 @@ static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, u
   return b | (b << 16);
 }
 
-__global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
-  __shared__ float red[KSPLIT][CG][NB][J][ACC][WS];
-  const int lane = (int)threadIdx.x % WS;
-  const int kw = (int)threadIdx.x / WS % KSPLIT, cg = (int)threadIdx.x / WS / KSPLIT;
+/* Issue the loads of one 128-wide K chunk `cc` into ring slot `u` of this warp:
+** each lane copies its 16 weight bytes per (weight, tile) and its A words (rows
+** (lane >> 2) and (lane >> 2) + 8, 4 x 8 elements each) with cp.async, zero-filled past k, past m and
+** for tiles past n, and loads its scale byte(s) into sfraw[u] (0 where dead: it
+** only meets zero weights). One commit group per chunk, possibly empty. */
+#define FP4S_ISSUE(u, cc) do {                                                             \
+    const int64_t k0_ = (cc) * KC + koff;                                                  \
+    const bool live_ = (cc) < c_end && k0_ < p.k;                                          \
+    const int wb_ = live_ ? (int)(p.k - k0_ < 32 ? (p.k - k0_) / 2 : 16) : 0;             \
+    const int64_t s0_ = kg_sf_off_128x4(p.n, p.kv, 0, 0, k0_ / 32);                              \
+    uint4 *slot_ = ring + (u) * slot_words;                                                \
+    _Pragma("unroll") for (int i = 0; i < NB; i++)                                         \
+    _Pragma("unroll") for (int j = 0; j < J; j++) {                                        \
+      const bool jl_ = (jlive >> j) & 1u;                                                 \
+      kg_fp4s_cp_stream(slot_ + (i * J + j) * WS + lane, wrow[i] + (jl_ ? j * wtile[i] + (live_ ? k0_ / 2 : 0) : 0), jl_ ? wb_ : 0); \
+      sfraw[u][i][j] = live_ && jl_ ? (uint32_t)sfrow[i][j * sftile[i] + s0_] : 0u;       \
+    }                                                                                      \
+    _Pragma("unroll") for (int r = 0; r < 2; r++)                                    \
+      if (r < arows)                                                                       \
+        _Pragma("unroll") for (int q = 0; q < 4; q++) {                                    \
+          const int64_t ke_ = k0_ + 8 * q;                                                 \
+          const int ab_ = live_ && arow[r] && ke_ < p.k ? (int)(p.k - ke_ < 8 ? (p.k - ke_) * 2 : 16) : 0; \
+          kg_fp4s_cp_cached(slot_ + (NB * J + r * 4 + q) * WS + lane, ab_ ? arow[r] + ke_ : p.a, ab_); \
+        }                                                                                  \
+    asm volatile("cp.async.commit_group;\n" ::: "memory");                                                                     \
+  } while (0)
+__global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
+  /* Dynamic shared memory: per warp a ring of U slots of slot_words 16-byte words, slot =
+  ** [NB][J][WS] weight words + [arows][4][WS] A words (lane-private: a lane reads back
+  ** what it copied); after the K loop it holds the warps' K-range sums,
+  ** [ks][CG][NB][J][ACC][WS] floats. */
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
+  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_mult((uint32_t)s);
+  const int lane = (int)threadIdx.x % WS, ks = p.ksplit;
+  const int kw = (int)threadIdx.x / WS % ks, cg = (int)threadIdx.x / WS / ks;
   const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
   const int64_t z = blockIdx.y;   /* batch */
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-  /* this lane's A rows (zero beyond m) and weight columns (clamped; never stored) */
-  const __nv_bfloat16 *a0 = (lane >> 2) < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2)) * p.lda : 0;
-  const __nv_bfloat16 *a1 = (lane >> 2) + 8 < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2) + 8) * p.lda : 0;
-  int64_t colc[J];
+  /* this lane's A rows (NULL from m on: zero-filled); rows 8.. only when m > 8 */
+  const int arows = p.m > 8 ? 2 : 1;
+  const __nv_bfloat16 *arow[2];
+  arow[0] = (lane >> 2) < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2)) * p.lda : 0;
+  arow[1] = (lane >> 2) + 8 < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2) + 8) * p.lda : 0;
+  const int slot_words = (NB * J + arows * 4) * WS;
+  uint4 *ring = reinterpret_cast<uint4 *>(smem) + ((int)threadIdx.x / WS) * U * slot_words;
+  /* Tile j's column is col0 + 8j; tiles at or past n (bit j of jlive clear) load
+  ** nothing and are never stored. Its weight row is wrow[i] + j * wtile[i] and its
+  ** scale bytes at kb = 0 are at sfrow[i] + j * sftile[i]: every scale layout is
+  ** separable, off(g, row, kb) = off(g, row, 0) + off(0, 0, kb), and a block's
+  ** rows col0 + 8j step evenly through it (linear: rows; 8x4: 8-row tiles;
+  ** 128x4: inside one 32-row group, as 16 columns per block are 16-aligned). */
+  const int64_t col0 = n0 + (lane >> 2), colc = col0 < p.n ? col0 : p.n - 1;
+  uint32_t jlive = 0u;
 #pragma unroll
-  for (int j = 0; j < J; j++) {
-    const int64_t col = n0 + j * 8 + (lane >> 2);
-    colc[j] = col < p.n ? col : p.n - 1;
-  }
-  /* weight rows and their scale bytes at kb = 0: every scale layout is separable,
-  ** off(g, row, kb) = off(g, row, 0) + off(0, 0, kb) */
-  const uint8_t *wcol[NB][J], *sfcol[NB][J];
-  int64_t g[NB];
+  for (int j = 0; j < J; j++) jlive |= (uint32_t)(col0 + j * 8 < p.n) << j;
+  const uint8_t *wrow[NB], *sfrow[NB];
+  int64_t g[NB], wtile[NB], sftile[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
     g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
-#pragma unroll
-    for (int j = 0; j < J; j++) {
-      wcol[i][j] = p.w[i] + z * p.w_bs[i] + colc[j] * p.ldw[i];
-      sfcol[i][j] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], colc[j], 0);
-    }
+    wrow[i] = p.w[i] + z * p.w_bs[i] + colc * p.ldw[i];
+    wtile[i] = 8 * p.ldw[i];
+    sfrow[i] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], colc, 0);
+    sftile[i] = kg_sf_off_128x4(p.n, p.kv, g[i], colc + 8, 0) - kg_sf_off_128x4(p.n, p.kv, g[i], colc, 0);
   }
   float acc[NB][J][ACC];
 #pragma unroll
@@ -200,168 +245,95 @@ __global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swi
     for (int j = 0; j < J; j++)
 #pragma unroll
       for (int e = 0; e < ACC; e++) acc[i][j][e] = 0.0f;
+  __syncthreads();   /* sfmul written */
 
-  /* K ranges: whole 128-chunks split over the warps of a column group */
+  /* K ranges: whole 128-chunks split over the ks warps of a column group */
   const int64_t chunks = (p.k + KC - 1) / KC;
-  const int64_t per = (chunks + KSPLIT - 1) / KSPLIT;
+  const int64_t per = (chunks + ks - 1) / ks;
   const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
   const int koff = ((lane & 3) << 5);
+  /* Ring of U chunks: chunk c + u (u = 0 .. U-1 in one pass of the outer loop) lives
+  ** in slot u; its copies were issued U chunks earlier, and once computed the slot
+  ** is refilled with chunk c + u + U, so U chunks of loads stay in flight. */
+  uint32_t sfraw[U][NB][J];   /* scale byte(s) of the chunk */
+#pragma unroll
+  for (int u = 0; u < U; u++) FP4S_ISSUE(u, c_beg + u);
   for (int64_t c = c_beg; c < c_end; c += U) {
-    /* weight bytes and scale multipliers of U chunks (zero where this lane has no k) */
-    uint4 braw[U][NB][J];
-    uint32_t mul[U][NB][J][1];
 #pragma unroll
     for (int u = 0; u < U; u++) {
-      const int64_t k0 = (c + u) * KC + koff;
-      const bool live = c + u < c_end && k0 < p.k;
-      const bool whole = live && k0 + 32 <= p.k;
-      const int64_t s0 = kg_sf_off_128x4(p.n, p.kv, 0, 0, k0 / 32);
+      if (c + u >= c_end) break;   /* the same for the whole warp */
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");   /* chunk c + u's group is complete */
+      __syncwarp();
+      const uint4 *slot = ring + u * slot_words;
+      uint4 wv[NB][J];   /* the lane's 16 weight bytes per (weight, tile) */
+      uint32_t mul[NB][J][1];
 #pragma unroll
       for (int i = 0; i < NB; i++)
 #pragma unroll
         for (int j = 0; j < J; j++) {
-          braw[u][i][j] = whole ? kg_ld_stream((const uint4 *)(wcol[i][j] + k0 / 2)) : zero;
-          if (live && !whole) {   /* ragged end of K: bytes below k/2 only */
-            uint32_t wb[4] = { 0u, 0u, 0u, 0u };
-#pragma unroll
-            for (int b = 0; b < 16; b++)
-              if (k0 + 2 * b < p.k) wb[b / 4] |= (uint32_t)wcol[i][j][k0 / 2 + b] << (8 * (b % 4));
-            braw[u][i][j] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
-          }
-          mul[u][i][j][0] = live ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_mult(sfcol[i][j][s0]) : 0u;
+          wv[i][j] = slot[(i * J + j) * WS + lane];
+          mul[i][j][0] = sfmul[sfraw[u][i][j] & 0xffu];
         }
-    }
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (c + u >= c_end) break;   /* the same for the whole warp */
-      const int64_t k0 = (c + u) * KC + koff;
-      const bool live = k0 < p.k, whole = k0 + 32 <= p.k;
-      /* A rows (lane >> 2), (lane >> 2) + 8: 32 elements each, zero past k */
-      uint4 av[2][4];
-#pragma unroll
-      for (int q = 0; q < 4; q++) av[0][q] = whole && a0 ? *(const uint4 *)(a0 + k0 + 8 * q) : zero;
-      if (live && !whole && a0) {
-        __nv_bfloat16 *ae = reinterpret_cast<__nv_bfloat16 *>(&av[0][0]);
-#pragma unroll
-        for (int e = 0; e < 32; e++)
-          if (k0 + e < p.k) ae[e] = a0[k0 + e];
-      }
-#pragma unroll
-      for (int q = 0; q < 4; q++) av[1][q] = whole && a1 ? *(const uint4 *)(a1 + k0 + 8 * q) : zero;
-      if (live && !whole && a1) {
-        __nv_bfloat16 *ae = reinterpret_cast<__nv_bfloat16 *>(&av[1][0]);
-#pragma unroll
-        for (int e = 0; e < 32; e++)
-          if (k0 + e < p.k) ae[e] = a1[k0 + e];
-      }
-      {   /* MMA 0: word 0, nibble pairs (0, 4) and (1, 5) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][0].x, av[0][0].z, 0), f1 = kg_fp4s_pair(av[1][0].x, av[1][0].z, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][0].x, av[0][0].z, 1), f3 = kg_fp4s_pair(av[1][0].x, av[1][0].z, 1);
+      for (int q = 0; q < 4; q++) {
+        /* A rows (lane >> 2), (lane >> 2) + 8: the 8 elements of word q (zero past k and m) */
+        const uint4 av0 = slot[(NB * J + q) * WS + lane];
+        const uint4 av1 = arows > 1 ? slot[(NB * J + 4 + q) * WS + lane] : make_uint4(0u, 0u, 0u, 0u);
+        uint32_t wq[NB][J];
 #pragma unroll
         for (int i = 0; i < NB; i++)
 #pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].x, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 0), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 1), 0x7e807e80u), m));
-          }
+          for (int j = 0; j < J; j++) wq[i][j] = q == 0 ? wv[i][j].x : q == 1 ? wv[i][j].y : q == 2 ? wv[i][j].z : wv[i][j].w;
+        {   /* MMA 2q + 0: word q, nibble pairs (0, 4) and (1, 5) */
+          const uint32_t f0 = kg_fp4s_pair(av0.x, av0.z, 0), f1 = kg_fp4s_pair(av1.x, av1.z, 0);
+          const uint32_t f2 = kg_fp4s_pair(av0.x, av0.z, 1), f3 = kg_fp4s_pair(av1.x, av1.z, 1);
+#pragma unroll
+          for (int i = 0; i < NB; i++)
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+              const uint32_t m = mul[i][j][0];
+              kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 0), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 1), 0x7e807e80u), m));
+            }
+        }
+        {   /* MMA 2q + 1: word q, nibble pairs (2, 6) and (3, 7) */
+          const uint32_t f0 = kg_fp4s_pair(av0.y, av0.w, 0), f1 = kg_fp4s_pair(av1.y, av1.w, 0);
+          const uint32_t f2 = kg_fp4s_pair(av0.y, av0.w, 1), f3 = kg_fp4s_pair(av1.y, av1.w, 1);
+#pragma unroll
+          for (int i = 0; i < NB; i++)
+#pragma unroll
+            for (int j = 0; j < J; j++) {
+              const uint32_t m = mul[i][j][0];
+              kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 2), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 3), 0x7e807e80u), m));
+            }
+        }
       }
-      {   /* MMA 1: word 0, nibble pairs (2, 6) and (3, 7) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][0].y, av[0][0].w, 0), f1 = kg_fp4s_pair(av[1][0].y, av[1][0].w, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][0].y, av[0][0].w, 1), f3 = kg_fp4s_pair(av[1][0].y, av[1][0].w, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].x, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 2), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 3), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 2: word 1, nibble pairs (0, 4) and (1, 5) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][1].x, av[0][1].z, 0), f1 = kg_fp4s_pair(av[1][1].x, av[1][1].z, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][1].x, av[0][1].z, 1), f3 = kg_fp4s_pair(av[1][1].x, av[1][1].z, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].y, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 0), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 1), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 3: word 1, nibble pairs (2, 6) and (3, 7) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][1].y, av[0][1].w, 0), f1 = kg_fp4s_pair(av[1][1].y, av[1][1].w, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][1].y, av[0][1].w, 1), f3 = kg_fp4s_pair(av[1][1].y, av[1][1].w, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].y, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 2), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 3), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 4: word 2, nibble pairs (0, 4) and (1, 5) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][2].x, av[0][2].z, 0), f1 = kg_fp4s_pair(av[1][2].x, av[1][2].z, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][2].x, av[0][2].z, 1), f3 = kg_fp4s_pair(av[1][2].x, av[1][2].z, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].z, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 0), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 1), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 5: word 2, nibble pairs (2, 6) and (3, 7) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][2].y, av[0][2].w, 0), f1 = kg_fp4s_pair(av[1][2].y, av[1][2].w, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][2].y, av[0][2].w, 1), f3 = kg_fp4s_pair(av[1][2].y, av[1][2].w, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].z, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 2), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 3), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 6: word 3, nibble pairs (0, 4) and (1, 5) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][3].x, av[0][3].z, 0), f1 = kg_fp4s_pair(av[1][3].x, av[1][3].z, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][3].x, av[0][3].z, 1), f3 = kg_fp4s_pair(av[1][3].x, av[1][3].z, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].w, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 0), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 1), 0x7e807e80u), m));
-          }
-      }
-      {   /* MMA 7: word 3, nibble pairs (2, 6) and (3, 7) */
-        const uint32_t f0 = kg_fp4s_pair(av[0][3].y, av[0][3].w, 0), f1 = kg_fp4s_pair(av[1][3].y, av[1][3].w, 0);
-        const uint32_t f2 = kg_fp4s_pair(av[0][3].y, av[0][3].w, 1), f3 = kg_fp4s_pair(av[1][3].y, av[1][3].w, 1);
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) {
-            const uint32_t wq = braw[u][i][j].w, m = mul[u][i][j][0];
-            kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 2), 0x7e807e80u), m), kg_fp4s_mul(kg_fp4s_mul(kg_fp4s_bits(wq, 3), 0x7e807e80u), m));
-          }
-      }
+      __syncwarp();   /* every lane is done with the slot */
+      FP4S_ISSUE(u, c + u + U);
     }
   }
+#undef FP4S_ISSUE
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();   /* every warp is done with its ring: the K-range sums reuse it */
 
   /* sum the K ranges of the column group's warps; warp kw = 0 runs the epilogue */
-#pragma unroll
-  for (int i = 0; i < NB; i++)
-#pragma unroll
-    for (int j = 0; j < J; j++)
-#pragma unroll
-      for (int e = 0; e < ACC; e++) red[kw][cg][i][j][e][lane] = acc[i][j][e];
-  __syncthreads();
-  if (kw != 0) return;
-#pragma unroll
-  for (int w = 1; w < KSPLIT; w++)
+  float *red = reinterpret_cast<float *>(smem);
+  if (ks > 1) {
 #pragma unroll
     for (int i = 0; i < NB; i++)
 #pragma unroll
       for (int j = 0; j < J; j++)
 #pragma unroll
-        for (int e = 0; e < ACC; e++) acc[i][j][e] += red[w][cg][i][j][e][lane];
+        for (int e = 0; e < ACC; e++) red[((((kw * CG + cg) * NB + i) * J + j) * ACC + e) * WS + lane] = acc[i][j][e];
+    __syncthreads();
+    if (kw != 0) return;
+    for (int w = 1; w < ks; w++)
+#pragma unroll
+      for (int i = 0; i < NB; i++)
+#pragma unroll
+        for (int j = 0; j < J; j++)
+#pragma unroll
+          for (int e = 0; e < ACC; e++) acc[i][j][e] += red[((((w * CG + cg) * NB + i) * J + j) * ACC + e) * WS + lane];
+  }
   float post[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
@@ -406,9 +378,42 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4(con
   (void)batched;
   p.m = args->m; p.n = args->n; p.k = args->k;
   p.kv = (args->k + 31) / 32;
+  /* ks: the most warps per column group (<= one per K chunk) for which the SMs hold
+  ** every block of the grid at once (blocks per SM from the occupancy query,
+  ** cached per ks and A row count) */
+  static int per_sm[KSPLIT_MAX + 1][2];
+  static int smem_raised;
+  const int arows = args->m > 8 ? 2 : 1;
+  const int64_t blocks = (args->n + 15) / 16 * batches, chunks = (args->k + KC - 1) / KC;
+  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  if (!smem_raised) {
+    const size_t most = (size_t)KSPLIT_MAX * CG * U * (NB * J + 8) * WS * 16;
+    if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(most < SMEM_MAX ? most : SMEM_MAX)) != cudaSuccess) {
+      kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
+      return KG_ERROR_BACKEND;
+    }
+    smem_raised = 1;
+  }
+  int ks = KSPLIT_MAX;
+  size_t smem = 0;
+  for (;; ks--) {
+    smem = (size_t)ks * CG * U * (NB * J + arows * 4) * WS * 16;
+    if (ks == 1) break;
+    if (ks > chunks || smem > SMEM_MAX) continue;
+    int nb = per_sm[ks][arows - 1];
+    if (nb == 0) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel, ks * CG * WS, smem) != cudaSuccess) {
+        kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
+        return KG_ERROR_BACKEND;
+      }
+      per_sm[ks][arows - 1] = nb;
+    }
+    if (blocks <= sms * nb) break;
+  }
+  p.ksplit = ks;
   dim3 grid((unsigned)((args->n + 15) / 16), (unsigned)batches);
-  dim3 block(128);
-  kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<<<grid, block, 0, stream>>>(p);
+  dim3 block((unsigned)(ks * CG * WS));
+  kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<<<grid, block, smem, stream>>>(p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
