@@ -5,9 +5,9 @@
 ** Memory-bound: each weight byte is read once. One 16-row block of A (rows >= m
 ** are zero) times MMA tiles of 8 columns (mma.sync m16n8k16 bf16, f32 accumulation),
 ** fed from 16-byte pieces: in each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4)
-** takes the 16 bytes of k = 32t .. 32t + 31 of weight column g (cp.async into a
-** per-warp shared-memory ring, L2 only) and loads the same k of A rows g, g + 8
-** (4 x 16 bytes per row, through L1: every warp of the SM reads A).
+** takes the 16 bytes of k = 32t .. 32t + 31 of weight column g and the same k of A
+** rows g, g + 8 (4 x 16 bytes per row), all copied by cp.async into a per-warp
+** shared-memory ring (weights L2 only; A through L1: every warp of the SM reads A).
 ** Fixed permutation of k inside the chunk (the dot product does not depend on
 ** the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16 bytes,
 ** its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as the
@@ -20,10 +20,10 @@
 ** group of 2 MMA tiles per weight (16 columns per block), each split over ks warps
 ** that take one K range each (shared memory sums them). ks (1..16) is chosen at
 ** launch: the finest K split that still runs every block of the grid at once.
-** Each warp keeps 2 K chunks of weight copies (a ring of 2 slots) and scale-byte
-** loads in flight. One A fragment feeds the MMAs of both weights. Copies past k (and for tiles past n) are
-** zero-filled, the ragged end of A is read element-wise; columns past n are
-** never stored. NVFP4 scale multipliers come from a 256-entry shared table.
+** Each warp keeps 2 K chunks of copies (a ring of 2 slots) and scale-byte loads
+** in flight. One A fragment feeds the MMAs of both weights. Copies past k, past m and for tiles past n are
+** zero-filled; columns past n are never stored. NVFP4 scale multipliers come
+** from a 256-entry shared table.
 ** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
 ** then the op. Grid: x = column blocks, y = batch. */
 #include <cuda_runtime.h>
@@ -145,10 +145,14 @@ static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
-/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero,
-** for data read once: L2 only, and a miss fills 256 bytes of L2. */
+/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero:
+** _stream for data read once (L2 only; a miss fills 256 bytes of L2), _cached through L1. */
 static __device__ __forceinline__ void kg_fp4s_cp_stream(void *dst, const void *src, int bytes) {
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void kg_fp4s_cp_cached(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n"
                :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
 }
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
@@ -172,10 +176,10 @@ static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, u
 }
 
 /* Issue the loads of one 128-wide K chunk `cc` into ring slot `u` of this warp:
-** each lane copies its 16 weight bytes per (weight, tile) with cp.async,
-** zero-filled past k and for tiles past n, and loads its scale byte(s) into
-** sfraw[u] (0 where dead: it only meets zero weights). One commit group per
-** chunk, possibly empty. */
+** each lane copies its 16 weight bytes per (weight, tile) and its A words (rows
+** (lane >> 2) and (lane >> 2) + 8, 4 x 8 elements each) with cp.async, zero-filled past k, past m and
+** for tiles past n, and loads its scale byte(s) into sfraw[u] (0 where dead: it
+** only meets zero weights). One commit group per chunk, possibly empty. */
 #define FP4S_ISSUE(u, cc) do {                                                             \
     const int64_t k0_ = (cc) * KC + koff;                                                  \
     const bool live_ = (cc) < c_end && k0_ < p.k;                                          \
@@ -188,12 +192,20 @@ static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, u
       kg_fp4s_cp_stream(slot_ + (i * J + j) * WS + lane, wrow[i] + (jl_ ? j * wtile[i] + (live_ ? k0_ / 2 : 0) : 0), jl_ ? wb_ : 0); \
       sfraw[u][i][j] = live_ && jl_ ? (uint32_t)sfrow[i][j * sftile[i] + s0_] : 0u;       \
     }                                                                                      \
+    _Pragma("unroll") for (int r = 0; r < 2; r++)                                    \
+      if (r < arows)                                                                       \
+        _Pragma("unroll") for (int q = 0; q < 4; q++) {                                    \
+          const int64_t ke_ = k0_ + 8 * q;                                                 \
+          const int ab_ = live_ && arow[r] && ke_ < p.k ? (int)(p.k - ke_ < 8 ? (p.k - ke_) * 2 : 16) : 0; \
+          kg_fp4s_cp_cached(slot_ + (NB * J + r * 4 + q) * WS + lane, ab_ ? arow[r] + ke_ : p.a, ab_); \
+        }                                                                                  \
     asm volatile("cp.async.commit_group;\n" ::: "memory");                                                                     \
   } while (0)
 __global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_kernel(fp4s_params p) {
-  /* Dynamic shared memory: per warp a ring of U slots of [NB][J][WS] 16-byte weight words
-  ** (lane-private: a lane reads back what it copied); after the K loop it holds the
-  ** warps' K-range sums, [ks][CG][NB][J][ACC][WS] floats. */
+  /* Dynamic shared memory: per warp a ring of U slots of slot_words 16-byte words, slot =
+  ** [NB][J][WS] weight words + [arows][4][WS] A words (lane-private: a lane reads back
+  ** what it copied); after the K loop it holds the warps' K-range sums,
+  ** [ks][CG][NB][J][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
   for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_mult((uint32_t)s);
@@ -201,11 +213,12 @@ __global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skin
   const int kw = (int)threadIdx.x / WS % ks, cg = (int)threadIdx.x / WS / ks;
   const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
   const int64_t z = blockIdx.y;   /* batch */
-  /* this lane's A rows (NULL from m on: read as zero) */
+  /* this lane's A rows (NULL from m on: zero-filled); rows 8.. only when m > 8 */
+  const int arows = p.m > 8 ? 2 : 1;
   const __nv_bfloat16 *arow[2];
   arow[0] = (lane >> 2) < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2)) * p.lda : 0;
   arow[1] = (lane >> 2) + 8 < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2) + 8) * p.lda : 0;
-  const int slot_words = NB * J * WS;
+  const int slot_words = (NB * J + arows * 4) * WS;
   uint4 *ring = reinterpret_cast<uint4 *>(smem) + ((int)threadIdx.x / WS) * U * slot_words;
   /* Tile j's column is col0 + 8j; tiles at or past n (bit j of jlive clear) load
   ** nothing and are never stored. Its weight row is wrow[i] + j * wtile[i] and its
@@ -254,21 +267,6 @@ __global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skin
       asm volatile("cp.async.wait_group 1;\n" ::: "memory");   /* chunk c + u's group is complete */
       __syncwarp();
       const uint4 *slot = ring + u * slot_words;
-      /* A rows: 32 elements each, zero past k and m */
-      const int64_t k0 = (c + u) * KC + koff;
-      const bool whole = k0 + 32 <= p.k;
-      uint4 av[2][4];
-#pragma unroll
-      for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int q = 0; q < 4; q++) av[r][q] = whole && arow[r] ? *(const uint4 *)(arow[r] + k0 + 8 * q) : make_uint4(0u, 0u, 0u, 0u);
-      if (!whole && k0 < p.k)
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-          if (arow[r]) {
-            __nv_bfloat16 *ae = reinterpret_cast<__nv_bfloat16 *>(&av[r][0]);
-            for (int e = 0; e < 32; e++) ae[e] = k0 + e < p.k ? arow[r][k0 + e] : ae[e];
-          }
       uint4 wv[NB][J];   /* the lane's 16 weight bytes per (weight, tile) */
       uint32_t mul[NB][J][1];
 #pragma unroll
@@ -281,7 +279,8 @@ __global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skin
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         /* A rows (lane >> 2), (lane >> 2) + 8: the 8 elements of word q (zero past k and m) */
-        const uint4 av0 = av[0][q], av1 = av[1][q];
+        const uint4 av0 = slot[(NB * J + q) * WS + lane];
+        const uint4 av1 = arows > 1 ? slot[(NB * J + 4 + q) * WS + lane] : make_uint4(0u, 0u, 0u, 0u);
         uint32_t wq[NB][J];
 #pragma unroll
         for (int i = 0; i < NB; i++)
@@ -383,13 +382,14 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear(co
   p.kv = (args->k + 31) / 32;
   /* ks: the most warps per column group (<= one per K chunk) for which the SMs hold
   ** every block of the grid at once (blocks per SM from the occupancy query,
-  ** cached per ks) */
-  static int per_sm[KSPLIT_MAX + 1];
+  ** cached per ks and A row count) */
+  static int per_sm[KSPLIT_MAX + 1][2];
   static int smem_raised;
+  const int arows = args->m > 8 ? 2 : 1;
   const int64_t blocks = (args->n + 15) / 16 * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   if (!smem_raised) {
-    const size_t most = (size_t)KSPLIT_MAX * CG * U * NB * J * WS * 16;
+    const size_t most = (size_t)KSPLIT_MAX * CG * U * (NB * J + 8) * WS * 16;
     if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(most < SMEM_MAX ? most : SMEM_MAX)) != cudaSuccess) {
       kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
       return KG_ERROR_BACKEND;
@@ -399,16 +399,16 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear(co
   int ks = KSPLIT_MAX;
   size_t smem = 0;
   for (;; ks--) {
-    smem = (size_t)ks * CG * U * NB * J * WS * 16;
+    smem = (size_t)ks * CG * U * (NB * J + arows * 4) * WS * 16;
     if (ks == 1) break;
     if (ks > chunks || smem > SMEM_MAX) continue;
-    int nb = per_sm[ks];
+    int nb = per_sm[ks][arows - 1];
     if (nb == 0) {
       if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_kernel, ks * CG * WS, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
-      per_sm[ks] = nb;
+      per_sm[ks][arows - 1] = nb;
     }
     if (blocks <= sms * nb) break;
   }
