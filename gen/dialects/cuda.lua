@@ -393,6 +393,43 @@ return {
   -- casts, loop unrolling hint
   fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
           bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
+  -- FP4 quantizer for 16-bit inputs (templates/fp4/quantize_gpu.kgt):
+  -- helpers(dtype) defines kg_fp4q_absmax2(a, b) on two words of two f16 /
+  -- bf16 elements each: per 16-bit half, the larger magnitude of a's and b's
+  -- element, or a NaN magnitude (above the dtype's Inf) when either is NaN;
+  -- only the magnitude bits (0x7fff of each half) are defined. any(p): p of
+  -- some lane of the warp (every lane of the warp executes it). byte_perm:
+  -- bytes of {y, x} picked by the selector nibbles. f16_f32: the f16 of a
+  -- 16-bit pattern as f32. cold_fn, sm_count, occupancy: see below.
+  fp4q = {
+    helpers = function(dtype)
+      local ty = ({ f16 = "f16x2", bf16 = "bf16x2" })[dtype]
+      assert(ty, "the FP4 quantizer's packed helpers take f16 or bf16")
+      return table.concat({
+        "static __device__ __forceinline__ uint32_t kg_fp4q_absmax2(uint32_t a, uint32_t b) {",
+        "  uint32_t d;",
+        '  asm("max.NaN.xorsign.abs.' .. ty .. ' %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));',
+        "  return d;",
+        "}",
+      }, "\n")
+    end,
+    any = function(p) return string.format("__any_sync(0xffffffffu, %s)", p) end,
+    byte_perm = function(x, y, s) return string.format("__byte_perm(%s, %s, %s)", x, y, s) end,
+    f16_f32 = function(h) return string.format("__half2float(__ushort_as_half((unsigned short)(%s)))", h) end,
+    -- qualifier of helpers kept out of line (rarely taken paths)
+    cold_fn = "static __device__ __noinline__",
+    -- statement: int n = the current device's multiprocessor count (1 on error)
+    sm_count = function(n)
+      return string.format("{ int dev_ = 0; (void)cudaGetDevice(&dev_); if (cudaDeviceGetAttribute(&%s, "
+        .. "cudaDevAttrMultiProcessorCount, dev_) != cudaSuccess) %s = 1; }", n, n)
+    end,
+    -- statement: int n = resident blocks of kernel per multiprocessor at
+    -- `threads` threads, no dynamic shared memory (1 on error)
+    occupancy = function(n, kernel, threads)
+      return string.format("if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, 0) != cudaSuccess) %s = 1;",
+        n, kernel, threads, n)
+    end,
+  },
   -- Attention family vocabulary (templates/attn): helper qualifier, unrolling
   -- hint, f32 sine and cosine (statement), and the K/V pipeline: copy16
   -- starts an asynchronous 16-byte global -> shared copy (cp.async.cg, L2

@@ -187,6 +187,40 @@ return {
   -- casts, loop unrolling hint
   fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
           bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
+  -- FP4 quantizer for 16-bit inputs (templates/fp4/quantize_gpu.kgt), the
+  -- CUDA table's contracts: kg_fp4q_absmax2 as a packed unsigned max of the
+  -- magnitude bits (v_pk_max_u16; a NaN's magnitude is above Inf's, so it
+  -- wins), any(p) over the wavefront, byte_perm, f16_f32, cold_fn, sm_count,
+  -- occupancy.
+  fp4q = {
+    helpers = function(dtype)
+      assert(dtype == "f16" or dtype == "bf16", "the FP4 quantizer's packed helpers take f16 or bf16")
+      return table.concat({
+        "typedef unsigned short kg_fp4q_u16x2 __attribute__((ext_vector_type(2)));",
+        "static __device__ __forceinline__ uint32_t kg_fp4q_absmax2(uint32_t a, uint32_t b) {",
+        "  const kg_fp4q_u16x2 m = __builtin_elementwise_max(__builtin_bit_cast(kg_fp4q_u16x2, a & 0x7fff7fffu),",
+        "                                                    __builtin_bit_cast(kg_fp4q_u16x2, b & 0x7fff7fffu));",
+        "  return __builtin_bit_cast(uint32_t, m);",
+        "}",
+      }, "\n")
+    end,
+    any = function(p) return string.format("__any(%s)", p) end,
+    byte_perm = function(x, y, s) return string.format("__byte_perm(%s, %s, %s)", x, y, s) end,
+    f16_f32 = function(h) return string.format("__half2float(__ushort_as_half((unsigned short)(%s)))", h) end,
+    -- qualifier of helpers kept out of line (rarely taken paths)
+    cold_fn = "static __device__ __attribute__((noinline))",
+    -- statement: int n = the current device's multiprocessor count (1 on error)
+    sm_count = function(n)
+      return string.format("{ int dev_ = 0; (void)hipGetDevice(&dev_); if (hipDeviceGetAttribute(&%s, "
+        .. "hipDeviceAttributeMultiprocessorCount, dev_) != hipSuccess) %s = 1; }", n, n)
+    end,
+    -- statement: int n = resident blocks of kernel per multiprocessor at
+    -- `threads` threads, no dynamic shared memory (1 on error)
+    occupancy = function(n, kernel, threads)
+      return string.format("if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, 0) != hipSuccess) %s = 1;",
+        n, kernel, threads, n)
+    end,
+  },
   -- Wave64 vocabulary (templates/wave): code of one 64-lane wavefront written
   -- once for this dialect and the C dialect's emulated wave. Per-lane code sits
   -- in lane regions (lanes_begin .. lanes_end; `lane` is the lane id 0..63

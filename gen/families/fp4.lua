@@ -3,7 +3,9 @@
 -- The numerics are those of kg.h's FP4 section (and ../shared/reference/fp4.md):
 -- software E2M1 / E4M3 / UE8M0 encoders on every backend, written once in
 -- templates/fp4/common.kgt. Kernels: loop (C backend: plain loops) and thread
--- (CUDA, HIP: one thread per scale block, or per scale byte for conversions).
+-- (CUDA, HIP: one thread per scale block, or per scale byte for conversions;
+-- quantize of f16 / bf16 streams 8-element chunks per lane with 16-byte loads,
+-- templates/fp4/quantize_gpu.kgt, bit-identical to the element-wise rule).
 local fmt = require("lib.fmt")
 
 local F = { name = "fp4" }

@@ -30,14 +30,15 @@
 ** FP4 steps (an adjacent flip is 1 step), with the number of exact ties checked.
 **
 ** What runs:
-**   - quantize: shapes with rows 1, 7, 9, 129, 130, 300 (not multiples of 128 or 8), k 2, 18, 40,
-**     64, 96, 100 (not multiples of the block), batch 1, 2, 3 with gapped batch strides, ld > needed
-**     on x and q; NVFP4 with a NULL global scale and with per-group gs = 2688 / amax (f32, as
+**   - quantize: shapes with rows 1, 5, 7, 9, 33, 129, 130, 300 (not multiples of 128 or 8), k 2, 18,
+**     40, 64, 96, 100, 200, 522, 1000, 1040 (not multiples of the block; 522 not of 8 either), batch 1,
+**     2, 3 with gapped batch strides and with dense ones (every row 16-byte aligned, as vectorized
+**     kernels want it), ld > needed on x and q; NVFP4 with a NULL global scale and with per-group gs = 2688 / amax (f32, as
 **     kg_nvfp4_global_scale is specified); inputs normal-ish with per-row power-of-two scales,
 **     exact E2M1 grid values, rows of exact ties (a block of amax 6 * 2^t and elements on the
 **     tie points * 2^t), rows of specials (0, -0, NaN, +-Inf, the dtype's largest finite value,
 **     its smallest subnormal and normal, all-zero / all-NaN / all -0 / all-tiny blocks); one
-**     large case per variant (E = 2, 4096 x 4096). x gaps and guards hold the dtype's largest
+**     large case per variant (E = 2, 4096 x 4096, dense batch strides). x gaps and guards hold the dtype's largest
 **     finite value, so a kernel reading outside its rows changes a scale.
 **   - dequantize: the same shapes, random element bytes, random scale bytes (NVFP4: every E4M3
 **     byte including NaN 0x7f / 0xff and negatives; MXFP4: mostly 100..154, plus 0, 1, 127, 253,
@@ -383,10 +384,13 @@ static int parse_variant(const char *name, fvar *o) {
 
 /* ---- quantize / dequantize problems ------------------------------------------------------------- */
 
-typedef struct qshape { int64_t batch, rows, k, xpad, qpad; } qshape;
+/* dense: batch strides rows * ld (no gap), so with ld a multiple of 8 elements / 4 bytes every row
+** of every group stays 16-byte (x) and 4-byte (q) aligned; otherwise gaps of 5 elements / 3 bytes */
+typedef struct qshape { int64_t batch, rows, k, xpad, qpad; int dense; } qshape;
 static const qshape QSHAPES[] = {
-  { 1, 1, 2, 0, 0 },     { 1, 7, 40, 3, 1 },   { 3, 129, 100, 5, 3 }, { 1, 300, 64, 0, 0 },
-  { 3, 9, 96, 4, 5 },    { 2, 130, 18, 2, 0 }, { 3, 7, 100, 1, 2 },   { 1, 129, 96, 0, 7 },
+  { 1, 1, 2, 0, 0, 0 },     { 1, 7, 40, 3, 1, 0 },   { 3, 129, 100, 5, 3, 0 }, { 1, 300, 64, 0, 0, 0 },
+  { 3, 9, 96, 4, 5, 0 },    { 2, 130, 18, 2, 0, 0 }, { 3, 7, 100, 1, 2, 0 },   { 1, 129, 96, 0, 7, 0 },
+  { 2, 130, 1040, 8, 8, 1 }, { 3, 9, 200, 0, 0, 1 }, { 1, 5, 522, 6, 3, 1 },   { 1, 33, 1000, 0, 0, 1 },
 };
 #define NQSHAPES ((int)(sizeof QSHAPES / sizeof QSHAPES[0]))
 
@@ -410,8 +414,8 @@ static void prob_new(fprob *p, int format, kg_dtype t, int layout, int round, co
   a->batch = s->batch; a->rows = s->rows; a->k = s->k;
   a->ldx = s->k + s->xpad;
   a->ldq = s->k / 2 + s->qpad;
-  a->batch_stride_x = s->batch > 1 ? s->rows * a->ldx + 5 : 0;   /* gapped batches */
-  a->batch_stride_q = s->batch > 1 ? s->rows * a->ldq + 3 : 0;
+  a->batch_stride_x = s->batch > 1 ? s->rows * a->ldx + (s->dense ? 0 : 5) : 0;   /* gapped batches */
+  a->batch_stride_q = s->batch > 1 ? s->rows * a->ldq + (s->dense ? 0 : 3) : 0;
   p->bs = format == KG_FP4_NVFP4 ? 16 : 32;
   p->kv = (s->k + p->bs - 1) / p->bs;
   p->x_elems = (size_t)((s->batch - 1) * a->batch_stride_x + s->rows * a->ldx);
@@ -655,7 +659,7 @@ static void quantize_case(fvar *v, const qshape *s, int with_gs, uint64_t seed, 
 
 /* Refusals that must write nothing: odd k (both ops), another MXFP4 scale rule (quantize). */
 static void refusal_cases(fvar *v) {
-  const qshape s = { 2, 5, 41, 1, 1 };
+  const qshape s = { 2, 5, 41, 1, 1, 0 };
   for (int which = 0; which < 2; which++) {
     if (which == 1 && !(v->op == OP_QUANT && v->format == KG_FP4_MXFP4)) continue;
     fprob p;
@@ -936,7 +940,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < NQSHAPES; si++)
           for (int with_gs = 0; with_gs <= (v->format == KG_FP4_NVFP4); with_gs++)
             quantize_case(v, &QSHAPES[si], with_gs, vseed + 131ull * (uint64_t)si + (uint64_t)with_gs, 0);
-        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0 };
+        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, 1 };
         quantize_case(v, &large, v->format == KG_FP4_NVFP4, vseed + 77777ull, 1);
         refusal_cases(v);
         printf("%s %s %s %s%s%s: %lld elements (%lld exact ties), %lld tie flips, max %.2f FP4 steps\n", v->name,
@@ -952,7 +956,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < NQSHAPES; si++)
           for (int with_gs = 0; with_gs <= (v->format == KG_FP4_NVFP4); with_gs++)
             dequantize_case(v, &QSHAPES[si], with_gs, vseed + 131ull * (uint64_t)si + (uint64_t)with_gs);
-        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0 };
+        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, 1 };
         dequantize_case(v, &large, v->format == KG_FP4_NVFP4, vseed + 77777ull);
         refusal_cases(v);
         break;
