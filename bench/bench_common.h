@@ -124,11 +124,14 @@ static double bench_median(double *v, int n) {
 ** sample reads each set equally); t->med / min / max are per-launch ms.
 ** Operations are timed in separate blocks, not interleaved, so each is
 ** measured in its own sustained state (a slow kernel between samples would
-** let the clocks and power of the other recover and flatter it). */
+** let the clocks and power of the other recover and flatter it).
+** before_samples (may be NULL) is called after the warm-up, right before the
+** samples: e.g. to poison outputs that the timed launches must rewrite. */
 typedef int (*bench_launch_fn)(void *ctx, int set);
 typedef struct bench_timer {
   bench_launch_fn fn;
   void *ctx;
+  void (*before_samples)(void *ctx);
   int active, failed, inner, counter;
   double med, min, max;
 } bench_timer;
@@ -171,6 +174,7 @@ static void bench_time(bench_timer *t, int nsets, int reps, cudaStream_t st, dou
   t->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
   t->inner = (t->inner + nsets - 1) / nsets * nsets;
 
+  if (t->before_samples) t->before_samples(t->ctx);
   for (int r = 0; r < reps; r++) {
     CK(cudaEventRecord(ev[2 * r], st));
     if (bench_launch_n(t, nsets, t->inner)) goto out;

@@ -17,7 +17,8 @@
 ** PyTorch is present; this C program does not run it (column "peer" says so).
 **
 ** Method:
-**   - CUDA events on one non-blocking stream; warm-up of about 200 ms; median of >= 20 samples; a
+**   - bench_time (bench_common.h): CUDA events on one non-blocking stream; warm-up of about
+**     200 ms; median of >= 20 samples; a
 **     sample is `inner` back-to-back launches (>= ~1 ms) alternating between 2 input sets (each
 **     set its own K/V cache, page table, q, o, lse and workspace; every shape's set is >= 134 MB,
 **     so two sets exceed 2x the 60 MB L2 and K/V come from memory);
@@ -103,17 +104,26 @@ typedef struct dset {
   kg_decode_args args;
 } dset;
 
-static double event_ms(cudaEvent_t a, cudaEvent_t b) {
-  float t = 0;
-  CK(cudaEventElapsedTime(&t, a, b));
-  return (double)t;
+/* One timed operation for bench_time: kg_decode_batch on input set `set`. */
+typedef struct timed {
+  dset *sets;
+  kg_exec *ex;
+  kg_status err;
+  size_t o_bytes, lse_bytes;   /* set 0's outputs, poisoned before the samples */
+} timed;
+
+static int timed_launch(void *ctx, int set) {
+  timed *t = (timed *)ctx;
+  t->ex->workspace = t->sets[set].ws;
+  kg_status st = kg_decode_batch(&t->sets[set].args, t->ex);
+  if (st != KG_SUCCESS) { t->err = st; return 1; }
+  return 0;
 }
 
-static int launch(dset *s, kg_exec *ex, kg_status *err) {
-  ex->workspace = s->ws;
-  kg_status st = kg_decode_batch(&s->args, ex);
-  if (st != KG_SUCCESS) { *err = st; return 1; }
-  return 0;
+static void timed_poison(void *ctx) {
+  timed *t = (timed *)ctx;
+  CK(cudaMemsetAsync(t->sets[0].o, 0xFF, t->o_bytes, G.st));
+  CK(cudaMemsetAsync(t->sets[0].lse, 0xFF, t->lse_bytes, G.st));
 }
 
 static void run_shape(int idx, row *rw) {
@@ -210,59 +220,28 @@ static void run_shape(int idx, row *rw) {
       rw->chunks = plan.num_chunks; rw->chunk_size = plan.chunk_size; rw->blocks = plan.blocks;
     }
   }
-  /* timing: first touch, estimate, warm-up, samples */
+  /* timing (bench_time): first touch, estimate, warm-up, samples; set 0's outputs are
+  ** poisoned right before the samples, which must rewrite them */
   {
-    kg_status err = KG_SUCCESS;
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    int counter = 0, failed = 0;
-    for (int s = 0; s < NSETS && !failed; s++) failed = launch(&S[s], &ex, &err);
-    CK(cudaStreamSynchronize(G.st));
-    CK(cudaEventRecord(e0, G.st));
-    for (int s = 0; s < NSETS && !failed; s++) failed = launch(&S[s], &ex, &err);
-    CK(cudaEventRecord(e1, G.st));
-    CK(cudaStreamSynchronize(G.st));
-    double est = event_ms(e0, e1) / NSETS;
-    if (est <= 0) est = 1e-3;
-    long warm = (long)ceil(WARM_MS / est);
-    if (warm > 20000) warm = 20000;
-    for (long i = 0; i < warm && !failed; i++) failed = launch(&S[counter++ % NSETS], &ex, &err);
-    long inner = (long)ceil(SAMPLE_MS / est);
-    rw->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
-    rw->inner = (rw->inner + NSETS - 1) / NSETS * NSETS;
-    counter = 0;   /* each sample starts on set 0 and ends on set NSETS-1 */
-    cudaEvent_t *ev = (cudaEvent_t *)calloc(2 * (size_t)G.reps, sizeof *ev);
-    double *ms = (double *)calloc((size_t)G.reps, sizeof *ms);
-    if (!ev || !ms) { fprintf(stderr, "out of host memory\n"); exit(2); }
-    for (int i = 0; i < 2 * G.reps; i++) CK(cudaEventCreate(&ev[i]));
-    /* the poison goes back on set 0 right before the samples: the timed launches must rewrite it */
-    CK(cudaMemsetAsync(S[0].o, 0xFF, q_elems * 2, G.st));
-    CK(cudaMemsetAsync(S[0].lse, 0xFF, (size_t)B * HQ * 4, G.st));
-    for (int r = 0; r < G.reps && !failed; r++) {
-      CK(cudaEventRecord(ev[2 * r], G.st));
-      for (int i = 0; i < rw->inner && !failed; i++) failed = launch(&S[counter++ % NSETS], &ex, &err);
-      CK(cudaEventRecord(ev[2 * r + 1], G.st));
-    }
-    CK(cudaStreamSynchronize(G.st));
-    CK(cudaGetLastError());
-    if (failed) {
+    timed tc = { S, &ex, KG_SUCCESS, q_elems * 2, (size_t)B * HQ * 4 };
+    bench_timer t;
+    memset(&t, 0, sizeof t);
+    t.fn = timed_launch;
+    t.ctx = &tc;
+    t.before_samples = timed_poison;
+    bench_time(&t, NSETS, G.reps, G.st, WARM_MS, SAMPLE_MS);
+    rw->inner = t.inner;
+    if (t.failed) {
       rw->ok = 0;
-      snprintf(rw->note, sizeof rw->note, "kg_decode_batch: %s", kg_status_string(err));
+      snprintf(rw->note, sizeof rw->note, "kg_decode_batch: %s", kg_status_string(tc.err));
     } else {
-      for (int r = 0; r < G.reps; r++) ms[r] = event_ms(ev[2 * r], ev[2 * r + 1]) / rw->inner;
-      rw->ms = bench_median(ms, G.reps);
-      rw->mn = ms[0];
-      rw->mx = ms[G.reps - 1];
+      rw->ms = t.med;
+      rw->mn = t.min;
+      rw->mx = t.max;
       const double bytes = (double)B * (double)L * HK * HD * 2.0 * 2.0;
       rw->tbs = bytes / (rw->ms * 1e-3) / 1e12;
       rw->frac = rw->tbs / G.copy_tbs;
     }
-    for (int i = 0; i < 2 * G.reps; i++) CK(cudaEventDestroy(ev[i]));
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    free(ev);
-    free(ms);
   }
   /* check of the timed run: set 0's o and lse */
   if (rw->ok) {
