@@ -173,6 +173,7 @@ test-gpu:
 bench:
 	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
 	build/bench_gemm && build/bench_dualgemm && build/bench_fp4 && build/bench_decode
+	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/peer_sdpa.py; else echo "bench/peer_sdpa.py: no PyTorch here, no SDPA peer row"; fi
 
 clean:
 	rm -rf build

@@ -14,7 +14,8 @@
 ** fraction of the device-to-device copy ceiling measured in the same run (bench_common.h: a 1 GiB
 ** cudaMemcpyAsync, bytes read + written). Targets (H200): >= 85% of copy at (64, 4096) and
 ** (128, 2048), >= 70% at (1, 32768). Peer: PyTorch scaled_dot_product_attention is the peer where
-** PyTorch is present; this C program does not run it (column "peer" says so).
+** PyTorch is present; this C program does not run it (column "peer" says so): bench/peer_sdpa.py
+** does, in the same `make bench` run, on the same shapes.
 **
 ** Method:
 **   - bench_time (bench_common.h): CUDA events on one non-blocking stream; warm-up of about
