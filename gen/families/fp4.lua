@@ -3,7 +3,8 @@
 -- The numerics are those of kg.h's FP4 section (and ../shared/reference/fp4.md):
 -- software E2M1 / E4M3 / UE8M0 encoders on every backend, written once in
 -- templates/fp4/common.kgt. Kernels: loop (C backend: plain loops) and thread
--- (CUDA, HIP: one thread per scale block, or per scale byte for conversions).
+-- (CUDA, HIP: one thread per scale block, or per scale byte for conversions;
+-- dequantize: per 8-element vectors, templates/fp4/dequantize_gpu.kgt).
 local fmt = require("lib.fmt")
 
 local F = { name = "fp4" }
@@ -27,7 +28,7 @@ F.axes = {
 }
 
 -- Template files the family renders (tests stub them).
-F.templates = { "fp4/quantize.kgt", "fp4/dequantize.kgt", "fp4/sf_convert.kgt" }
+F.templates = { "fp4/quantize.kgt", "fp4/dequantize.kgt", "fp4/dequantize_gpu.kgt", "fp4/sf_convert.kgt" }
 
 function F.legal(v)
   if v.kernel ~= KERNEL_OF[v.backend] then
@@ -80,7 +81,10 @@ function F.name_of(v)
   return table.concat(parts, "_")
 end
 
+-- GPU dequantize: its own kernel (vector loads and stores, 2-D/3-D grid);
+-- everything else shares one template per op across backends.
 function F.template(v)
+  if v.op == "dequantize" and v.backend ~= "c" then return "fp4/dequantize_gpu.kgt" end
   if QUANT_OPS[v.op] then return "fp4/" .. v.op .. ".kgt" end
   return "fp4/sf_convert.kgt"
 end
