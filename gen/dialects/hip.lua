@@ -184,9 +184,32 @@ return {
     load_helpers = "",
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
-  -- casts, loop unrolling hint
+  -- casts, loop unrolling hint. GPU dequantize (templates/fp4/dequantize_gpu.kgt):
+  -- dq_helpers defines kg_fp4_dec8(w, f), the 8 E2M1 codes of w (code j in
+  -- bits 4j..4j+3) as f32 with the bits of kg_e2m1_dec(code j) (fp4/common.kgt,
+  -- emitted before it), and the functions pack2 names; pack2[dtype](lo, hi): a
+  -- u32 of two 16-bit values, lo in bits 0..15, each rounded as from_f32 rounds;
+  -- store16(ptr, w0, w1, w2, w3): one 16-byte store of four u32 words (w0 at
+  -- the lowest address) to a 16-byte aligned global address.
   fp4 = { fn = "[[maybe_unused]] static __device__ __forceinline__", f32_bits = "__float_as_uint(%s)",
-          bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll" },
+          bits_f32 = "__uint_as_float(%s)", unroll = "#pragma unroll",
+          dq_helpers = table.concat({
+            "/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] = kg_e2m1_dec(code j). */",
+            "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {",
+            "#pragma unroll",
+            "  for (int j = 0; j < 8; j++) f[j] = kg_e2m1_dec((w >> (4 * j)) & 15u);",
+            "}",
+            "/* lo, hi converted as from_f32 converts (__float2half_rn, hip_bfloat16(float)) and packed:",
+            "** lo in bits 0..15, hi in bits 16..31. */",
+            "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_f16(float lo, float hi) {",
+            "  return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);",
+            "}",
+            "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_bf16(float lo, float hi) {",
+            "  return (uint32_t)hip_bfloat16(lo).data | ((uint32_t)hip_bfloat16(hi).data << 16);",
+            "}",
+          }, "\n"),
+          pack2 = { f16 = "kg_fp4_pack_f16(%s, %s)", bf16 = "kg_fp4_pack_bf16(%s, %s)" },
+          store16 = "*(uint4 *)(%s) = make_uint4(%s, %s, %s, %s)" },
   -- FP4 quantizer for 16-bit inputs (templates/fp4/quantize_gpu.kgt), the
   -- CUDA table's contracts: kg_fp4q_absmax2 as a packed unsigned max of the
   -- magnitude bits (v_pk_max_u16; a NaN's magnitude is above Inf's, so it

@@ -5,7 +5,8 @@
 -- templates/fp4/common.kgt. Kernels: loop (C backend: plain loops) and thread
 -- (CUDA, HIP: one thread per scale block, or per scale byte for conversions;
 -- quantize of f16 / bf16 streams 8-element chunks per lane with 16-byte loads,
--- templates/fp4/quantize_gpu.kgt, bit-identical to the element-wise rule).
+-- templates/fp4/quantize_gpu.kgt, bit-identical to the element-wise rule;
+-- dequantize works on 8-element vectors, templates/fp4/dequantize_gpu.kgt).
 local fmt = require("lib.fmt")
 
 local F = { name = "fp4" }
@@ -29,7 +30,7 @@ F.axes = {
 }
 
 -- Template files the family renders (tests stub them).
-F.templates = { "fp4/quantize.kgt", "fp4/dequantize.kgt", "fp4/sf_convert.kgt" }
+F.templates = { "fp4/quantize.kgt", "fp4/dequantize.kgt", "fp4/dequantize_gpu.kgt", "fp4/sf_convert.kgt" }
 
 function F.legal(v)
   if v.kernel ~= KERNEL_OF[v.backend] then
@@ -82,7 +83,10 @@ function F.name_of(v)
   return table.concat(parts, "_")
 end
 
+-- GPU dequantize: its own kernel (vector loads and stores, 2-D/3-D grid);
+-- everything else shares one template per op across backends.
 function F.template(v)
+  if v.op == "dequantize" and v.backend ~= "c" then return "fp4/dequantize_gpu.kgt" end
   if QUANT_OPS[v.op] then return "fp4/" .. v.op .. ".kgt" end
   return "fp4/sf_convert.kgt"
 end

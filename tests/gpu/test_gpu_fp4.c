@@ -40,10 +40,15 @@
 **     its smallest subnormal and normal, all-zero / all-NaN / all -0 / all-tiny blocks); one
 **     large case per variant (E = 2, 4096 x 4096, dense batch strides). x gaps and guards hold the dtype's largest
 **     finite value, so a kernel reading outside its rows changes a scale.
-**   - dequantize: the same shapes, random element bytes, random scale bytes (NVFP4: every E4M3
-**     byte including NaN 0x7f / 0xff and negatives; MXFP4: mostly 100..154, plus 0, 1, 127, 253,
-**     254 and NaN 0xff), NULL and non-trivial global scales; outputs must be bit-equal to the
-**     reference decode rounded to the dtype (any NaN where the reference is NaN); one large case.
+**   - dequantize: the same shapes, and shapes whose pointers, lds and batch strides allow 4-byte
+**     q loads and 16-byte x stores (rows 129, 130, 257, 300; k 40, 48, 100, 200, 520, 4096, 8200:
+**     ragged blocks, rows ending in a part of 8 elements, rows split in chunks; batched with aligned
+**     gaps) and the same with one alignment broken at a time (ldx, ldq, batch strides, x and q
+**     pointers 1 or 2 units past aligned); random element bytes, random scale bytes (NVFP4: every
+**     E4M3 byte including NaN 0x7f / 0xff and negatives; MXFP4: mostly 100..154, plus 0, 1, 127,
+**     253, 254 and NaN 0xff), NULL and non-trivial per-group global scales; outputs must be
+**     bit-equal to the reference decode rounded to the dtype (any NaN where the reference is NaN);
+**     one large case (aligned batch strides).
 **   - odd k (41) is refused with KG_ERROR_INVALID_PROBLEM by every quantize / dequantize variant,
 **     an MXFP4 quantize variant forced with another scale rule with KG_ERROR_NOT_SUPPORTED, and
 **     nothing is written.
@@ -384,21 +389,36 @@ static int parse_variant(const char *name, fvar *o) {
 
 /* ---- quantize / dequantize problems ------------------------------------------------------------- */
 
-/* dense: batch strides rows * ld (no gap), so with ld a multiple of 8 elements / 4 bytes every row
-** of every group stays 16-byte (x) and 4-byte (q) aligned; otherwise gaps of 5 elements / 3 bytes */
-typedef struct qshape { int64_t batch, rows, k, xpad, qpad; int dense; } qshape;
+/* batch groups of rows x k; ld = k (+ xpad elements for x, + qpad bytes for q); batch gaps: bgap 0
+** odd (5 elements of x, 3 bytes of q), bgap > 0 bgap * 8 elements and bgap * 16 bytes, bgap < 0 none
+** (dense: with ld a multiple of 8 elements / 4 bytes every row of every group stays 16-byte (x) and
+** 4-byte (q) aligned); x and q start off elements / bytes past a 256-byte aligned address. */
+typedef struct qshape { int64_t batch, rows, k, xpad, qpad, bgap, off; } qshape;
 static const qshape QSHAPES[] = {
-  { 1, 1, 2, 0, 0, 0 },     { 1, 7, 40, 3, 1, 0 },   { 3, 129, 100, 5, 3, 0 }, { 1, 300, 64, 0, 0, 0 },
-  { 3, 9, 96, 4, 5, 0 },    { 2, 130, 18, 2, 0, 0 }, { 3, 7, 100, 1, 2, 0 },   { 1, 129, 96, 0, 7, 0 },
-  { 2, 130, 1040, 8, 8, 1 }, { 3, 9, 200, 0, 0, 1 }, { 1, 5, 522, 6, 3, 1 },   { 1, 33, 1000, 0, 0, 1 },
+  { 1, 1, 2, 0, 0, 0, 0 },  { 1, 7, 40, 3, 1, 0, 0 },  { 3, 129, 100, 5, 3, 0, 0 }, { 1, 300, 64, 0, 0, 0, 0 },
+  { 3, 9, 96, 4, 5, 0, 0 },  { 2, 130, 18, 2, 0, 0, 0 }, { 3, 7, 100, 1, 2, 0, 0 },   { 1, 129, 96, 0, 7, 0, 0 },
+  { 2, 130, 1040, 8, 8, -1, 0 }, { 3, 9, 200, 0, 0, -1, 0 }, { 1, 5, 522, 6, 3, -1, 0 }, { 1, 33, 1000, 0, 0, -1, 0 },
 };
 #define NQSHAPES ((int)(sizeof QSHAPES / sizeof QSHAPES[0]))
+/* dequantize only, besides QSHAPES: the GPU kernels' 4-byte q loads and 16-byte x stores
+** (aligned pointers, lds and batch strides), with rows not a multiple of 128, ragged blocks
+** (k % 32 != 0) and rows of a part vector (k % 8 != 0) taking them; rows long enough to be split
+** (k 8200: chunks); batched groups with per-group global scales; each alignment broken alone
+** (ldx, ldq, batch strides, x and q pointers) */
+static const qshape DQSHAPES[] = {
+  { 1, 300, 4096, 0, 0, 0, 0 },  { 1, 129, 40, 0, 0, 0, 0 },   { 1, 130, 100, 4, 2, 0, 0 },
+  { 3, 129, 200, 0, 0, 1, 0 },   { 3, 33, 8200, 8, 4, 2, 0 },  { 2, 257, 48, 0, 0, 3, 0 },
+  { 2, 33, 520, 1, 0, 1, 0 },    { 2, 33, 520, 0, 1, 1, 0 },   { 3, 33, 520, 0, 0, 0, 0 },
+  { 2, 33, 520, 0, 0, 1, 1 },    { 1, 7, 1032, 3, 2, 0, 2 },   { 1, 1, 6, 0, 0, 0, 0 },
+};
+#define NDQSHAPES ((int)(sizeof DQSHAPES / sizeof DQSHAPES[0]))
 
 typedef struct fprob {
   kg_fp4_args a;
   int bs;              /* block size */
   int64_t kv;
-  size_t x_elems, q_bytes;
+  size_t x_elems, q_bytes;   /* of the buffers: xoff / qoff, then the operand */
+  int64_t xoff, qoff;         /* elements / bytes before the operand's first */
   dbuf x, q, sf, gs;
   float *gsv;          /* host copy of the global scales, NULL when none */
   int64_t *map, *inv;  /* reference scale layout */
@@ -414,12 +434,13 @@ static void prob_new(fprob *p, int format, kg_dtype t, int layout, int round, co
   a->batch = s->batch; a->rows = s->rows; a->k = s->k;
   a->ldx = s->k + s->xpad;
   a->ldq = s->k / 2 + s->qpad;
-  a->batch_stride_x = s->batch > 1 ? s->rows * a->ldx + (s->dense ? 0 : 5) : 0;   /* gapped batches */
-  a->batch_stride_q = s->batch > 1 ? s->rows * a->ldq + (s->dense ? 0 : 3) : 0;
+  a->batch_stride_x = s->batch > 1 ? s->rows * a->ldx + (s->bgap < 0 ? 0 : s->bgap ? 8 * s->bgap : 5) : 0;
+  a->batch_stride_q = s->batch > 1 ? s->rows * a->ldq + (s->bgap < 0 ? 0 : s->bgap ? 16 * s->bgap : 3) : 0;
   p->bs = format == KG_FP4_NVFP4 ? 16 : 32;
   p->kv = (s->k + p->bs - 1) / p->bs;
-  p->x_elems = (size_t)((s->batch - 1) * a->batch_stride_x + s->rows * a->ldx);
-  p->q_bytes = (size_t)((s->batch - 1) * a->batch_stride_q + s->rows * a->ldq);
+  p->xoff = p->qoff = s->off;
+  p->x_elems = (size_t)(p->xoff + (s->batch - 1) * a->batch_stride_x + s->rows * a->ldx);
+  p->q_bytes = (size_t)(p->qoff + (s->batch - 1) * a->batch_stride_q + s->rows * a->ldq);
   size_t sfb;
   p->map = layout_map(layout, s->rows, p->kv, s->batch, &sfb);
   p->inv = layout_inverse(p->map, sfb, s->batch * s->rows * p->kv);
@@ -427,8 +448,8 @@ static void prob_new(fprob *p, int format, kg_dtype t, int layout, int round, co
   p->q = buf_new(p->q_bytes);
   p->sf = buf_new(sfb);
   p->gs = buf_new((size_t)s->batch * sizeof(float));
-  a->x = bdev(&p->x);
-  a->q = bdev(&p->q);
+  a->x = (uint8_t *)bdev(&p->x) + p->xoff * (int64_t)esize(t);
+  a->q = (uint8_t *)bdev(&p->q) + p->qoff;
   a->sf = bdev(&p->sf);
   a->sf_bytes = sfb;
 }
@@ -439,15 +460,23 @@ static void prob_free(fprob *p) {
 }
 
 static int64_t xi(const fprob *p, int64_t g, int64_t m, int64_t j) {
-  return g * p->a.batch_stride_x + m * p->a.ldx + j;
+  return p->xoff + g * p->a.batch_stride_x + m * p->a.ldx + j;
 }
 static int64_t qi(const fprob *p, int64_t g, int64_t m, int64_t b) {
-  return g * p->a.batch_stride_q + m * p->a.ldq + b;
+  return p->qoff + g * p->a.batch_stride_q + m * p->a.ldq + b;
 }
-/* Is element / byte offset o of an (x or q) buffer inside a logical row? */
+/* Is element / byte offset o of an operand (from its first element / byte) inside a logical row? */
 static int in_rows(int64_t o, int64_t batch, int64_t bstride, int64_t rows, int64_t ld, int64_t cols) {
+  if (o < 0) return 0;
   int64_t g = batch > 1 ? o / bstride : 0, rem = batch > 1 ? o % bstride : o;
   return g < batch && rem / ld < rows && rem % ld < cols;
+}
+/* The same for element / byte offset o of the x / q buffer. */
+static int in_x(const fprob *p, int64_t o) {
+  return in_rows(o - p->xoff, p->a.batch, p->a.batch_stride_x, p->a.rows, p->a.ldx, p->a.k);
+}
+static int in_q(const fprob *p, int64_t o) {
+  return in_rows(o - p->qoff, p->a.batch, p->a.batch_stride_q, p->a.rows, p->a.ldq, p->a.k / 2);
 }
 static int64_t sf_off(const fprob *p, int64_t g, int64_t m, int64_t kb) {
   return p->inv[(g * p->a.rows + m) * p->kv + kb];
@@ -575,7 +604,7 @@ static void check_quantize(fprob *p, fvar *v) {
   check_guards(&p->q, "q");
   check_guards(&p->sf, "sf");
   for (size_t o = 0; o < p->q_bytes; o++)
-    if (!in_rows((int64_t)o, a->batch, a->batch_stride_q, a->rows, a->ldq, a->k / 2) && q[o] != POISON) {
+    if (!in_q(p, (int64_t)o) && q[o] != POISON) {
       bad("q byte %zu outside the rows (ld / batch gap) written: 0x%02x", o, q[o]);
       break;
     }
@@ -659,7 +688,7 @@ static void quantize_case(fvar *v, const qshape *s, int with_gs, uint64_t seed, 
 
 /* Refusals that must write nothing: odd k (both ops), another MXFP4 scale rule (quantize). */
 static void refusal_cases(fvar *v) {
-  const qshape s = { 2, 5, 41, 1, 1, 0 };
+  const qshape s = { 2, 5, 41, 1, 1, 0, 0 };
   for (int which = 0; which < 2; which++) {
     if (which == 1 && !(v->op == OP_QUANT && v->format == KG_FP4_MXFP4)) continue;
     fprob p;
@@ -694,14 +723,14 @@ static void dequantize_case(fvar *v, const qshape *s, int with_gs, uint64_t seed
   fprob p;
   const kg_dtype t = v->dtype;
   prob_new(&p, v->format, t, v->layout, -1, s);
-  case_begin("%s dequantize E%lld %lldx%lld ldx %lld ldq %lld %s", v->name, (long long)s->batch, (long long)s->rows,
-             (long long)s->k, (long long)p.a.ldx, (long long)p.a.ldq,
-             v->format == KG_FP4_MXFP4 ? "" : with_gs ? "gs" : "gs NULL");
+  case_begin("%s dequantize E%lld %lldx%lld ldx %lld ldq %lld bs %lld/%lld off %lld %s", v->name, (long long)s->batch,
+             (long long)s->rows, (long long)s->k, (long long)p.a.ldx, (long long)p.a.ldq, (long long)p.a.batch_stride_x,
+             (long long)p.a.batch_stride_q, (long long)s->off, v->format == KG_FP4_MXFP4 ? "" : with_gs ? "gs" : "gs NULL");
   uint64_t r = seed;
   const kg_fp4_args *a = &p.a;
   uint8_t *q = bhost(&p.q), *sf = bhost(&p.sf), *x = bhost(&p.x);
   for (size_t o = 0; o < p.q_bytes; o++)
-    q[o] = in_rows((int64_t)o, a->batch, a->batch_stride_q, a->rows, a->ldq, a->k / 2) ? (uint8_t)rng_next(&r) : 0x77;
+    q[o] = in_q(&p, (int64_t)o) ? (uint8_t)rng_next(&r) : 0x77;
   for (size_t o = 0; o < a->sf_bytes; o++) {
     unsigned b;
     if (v->format == KG_FP4_NVFP4) b = (unsigned)(rng_next(&r) & 255u);   /* every E4M3 byte */
@@ -730,7 +759,7 @@ static void dequantize_case(fvar *v, const qshape *s, int with_gs, uint64_t seed
     check_guards(&p.x, "x");
     for (size_t o = 0; o < p.x_elems * esize(t); o++) {
       const int64_t el = (int64_t)(o / esize(t));
-      if (!in_rows(el, a->batch, a->batch_stride_x, a->rows, a->ldx, a->k) && x[o] != POISON) {
+      if (!in_x(&p, el) && x[o] != POISON) {
         bad("x byte %zu outside the rows (ld / batch gap) written: 0x%02x", o, x[o]);
         break;
       }
@@ -940,7 +969,7 @@ int main(int argc, char **argv) {
         for (int si = 0; si < NQSHAPES; si++)
           for (int with_gs = 0; with_gs <= (v->format == KG_FP4_NVFP4); with_gs++)
             quantize_case(v, &QSHAPES[si], with_gs, vseed + 131ull * (uint64_t)si + (uint64_t)with_gs, 0);
-        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, 1 };
+        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, -1, 0 };   /* dense batches */
         quantize_case(v, &large, v->format == KG_FP4_NVFP4, vseed + 77777ull, 1);
         refusal_cases(v);
         printf("%s %s %s %s%s%s: %lld elements (%lld exact ties), %lld tie flips, max %.2f FP4 steps\n", v->name,
@@ -956,7 +985,10 @@ int main(int argc, char **argv) {
         for (int si = 0; si < NQSHAPES; si++)
           for (int with_gs = 0; with_gs <= (v->format == KG_FP4_NVFP4); with_gs++)
             dequantize_case(v, &QSHAPES[si], with_gs, vseed + 131ull * (uint64_t)si + (uint64_t)with_gs);
-        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, 1 };
+        for (int si = 0; si < NDQSHAPES; si++)
+          for (int with_gs = 0; with_gs <= (v->format == KG_FP4_NVFP4); with_gs++)
+            dequantize_case(v, &DQSHAPES[si], with_gs, vseed + 5003ull + 131ull * (uint64_t)si + (uint64_t)with_gs);
+        const qshape large = { 2, LARGE_ROWS, LARGE_K, 0, 0, 1, 0 };   /* 16-byte aligned batch strides */
         dequantize_case(v, &large, v->format == KG_FP4_NVFP4, vseed + 77777ull);
         refusal_cases(v);
         break;
