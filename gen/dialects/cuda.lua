@@ -24,6 +24,11 @@ return {
   shared = "__shared__",
   -- SMs (compute units) of the current device, 0 when unknown (runtime, cached)
   sm_count = "kg__cuda_sm_count()",
+  -- resident blocks of kernel per SM at threads threads and smem bytes of dynamic
+  -- shared memory, into int n (expression of type error_t)
+  occupancy = function(n, kernel, threads, smem)
+    return string.format("cudaOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, %s)", n, kernel, threads, smem)
+  end,
   restrict = "__restrict__",
   barrier = "__syncthreads()",
   storage = { f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16" },
@@ -448,7 +453,7 @@ return {
   -- only the magnitude bits (0x7fff of each half) are defined. any(p): p of
   -- some lane of the warp (every lane of the warp executes it). byte_perm:
   -- bytes of {y, x} picked by the selector nibbles. f16_f32: the f16 of a
-  -- 16-bit pattern as f32. cold_fn, sm_count, occupancy: see below.
+  -- 16-bit pattern as f32. cold_fn: see below.
   fp4q = {
     helpers = function(dtype)
       local ty = ({ f16 = "f16x2", bf16 = "bf16x2" })[dtype]
@@ -466,17 +471,6 @@ return {
     f16_f32 = function(h) return string.format("__half2float(__ushort_as_half((unsigned short)(%s)))", h) end,
     -- qualifier of helpers kept out of line (rarely taken paths)
     cold_fn = "static __device__ __noinline__",
-    -- statement: int n = the current device's multiprocessor count (1 on error)
-    sm_count = function(n)
-      return string.format("{ int dev_ = 0; (void)cudaGetDevice(&dev_); if (cudaDeviceGetAttribute(&%s, "
-        .. "cudaDevAttrMultiProcessorCount, dev_) != cudaSuccess) %s = 1; }", n, n)
-    end,
-    -- statement: int n = resident blocks of kernel per multiprocessor at
-    -- `threads` threads, no dynamic shared memory (1 on error)
-    occupancy = function(n, kernel, threads)
-      return string.format("if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, 0) != cudaSuccess) %s = 1;",
-        n, kernel, threads, n)
-    end,
   },
   -- Attention family vocabulary (templates/attn): helper qualifier, unrolling
   -- hint, f32 sine and cosine (statement), and the K/V pipeline: copy16

@@ -26,6 +26,11 @@ return {
   shared = "__shared__",
   -- SMs (compute units) of the current device, 0 when unknown (runtime, cached)
   sm_count = "kg__hip_sm_count()",
+  -- resident blocks of kernel per SM at threads threads and smem bytes of dynamic
+  -- shared memory, into int n (expression of type error_t)
+  occupancy = function(n, kernel, threads, smem)
+    return string.format("hipOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, %s)", n, kernel, threads, smem)
+  end,
   restrict = "__restrict__",
   barrier = "__syncthreads()",
   storage = { f32 = "float", f16 = "__half", bf16 = "hip_bfloat16" },
@@ -213,8 +218,7 @@ return {
   -- FP4 quantizer for 16-bit inputs (templates/fp4/quantize_gpu.kgt), the
   -- CUDA table's contracts: kg_fp4q_absmax2 as a packed unsigned max of the
   -- magnitude bits (v_pk_max_u16; a NaN's magnitude is above Inf's, so it
-  -- wins), any(p) over the wavefront, byte_perm, f16_f32, cold_fn, sm_count,
-  -- occupancy.
+  -- wins), any(p) over the wavefront, byte_perm, f16_f32, cold_fn.
   fp4q = {
     helpers = function(dtype)
       assert(dtype == "f16" or dtype == "bf16", "the FP4 quantizer's packed helpers take f16 or bf16")
@@ -232,17 +236,6 @@ return {
     f16_f32 = function(h) return string.format("__half2float(__ushort_as_half((unsigned short)(%s)))", h) end,
     -- qualifier of helpers kept out of line (rarely taken paths)
     cold_fn = "static __device__ __attribute__((noinline))",
-    -- statement: int n = the current device's multiprocessor count (1 on error)
-    sm_count = function(n)
-      return string.format("{ int dev_ = 0; (void)hipGetDevice(&dev_); if (hipDeviceGetAttribute(&%s, "
-        .. "hipDeviceAttributeMultiprocessorCount, dev_) != hipSuccess) %s = 1; }", n, n)
-    end,
-    -- statement: int n = resident blocks of kernel per multiprocessor at
-    -- `threads` threads, no dynamic shared memory (1 on error)
-    occupancy = function(n, kernel, threads)
-      return string.format("if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&%s, %s, %s, 0) != hipSuccess) %s = 1;",
-        n, kernel, threads, n)
-    end,
   },
   -- Wave64 vocabulary (templates/wave): code of one 64-lane wavefront written
   -- once for this dialect and the C dialect's emulated wave. Per-lane code sits

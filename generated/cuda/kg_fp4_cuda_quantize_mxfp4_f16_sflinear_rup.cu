@@ -335,8 +335,8 @@ extern "C" kg_status kg_fp4_cuda_quantize_mxfp4_f16_sflinear_rup(const kg_fp4_ar
   p.qvec = (uintptr_t)a->q % 4 == 0 && p.ldq % 4 == 0 && p.bsq % 4 == 0;
   /* one resident wave of thread blocks, split over the groups (y); each warp
   ** streams an even share of its group's (row, step) items */
-  int sms = 1, per_sm = 1;
-  { int dev_ = 0; (void)cudaGetDevice(&dev_); if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev_) != cudaSuccess) sms = 1; }
+  const int sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  int per_sm = 1;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kg_fp4_cuda_quantize_mxfp4_f16_sflinear_rup_kernel, 256, 0) != cudaSuccess) per_sm = 1;
   const int64_t gy = p.batch < 65535 ? p.batch : 65535, wave = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
   const int64_t need = (p.mpad * p.steps + 7) / 8;   /* one item per warp at least */

@@ -366,8 +366,8 @@ extern "C" kg_status kg_fp4_hip_quantize_nvfp4_bf16_sf8x4(const kg_fp4_args *a, 
   p.qvec = (uintptr_t)a->q % 4 == 0 && p.ldq % 4 == 0 && p.bsq % 4 == 0;
   /* one resident wave of thread blocks, split over the groups (y); each warp
   ** streams an even share of its group's (row, step) items */
-  int sms = 1, per_sm = 1;
-  { int dev_ = 0; (void)hipGetDevice(&dev_); if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, dev_) != hipSuccess) sms = 1; }
+  const int sms = kg__hip_sm_count() > 0 ? kg__hip_sm_count() : 1;
+  int per_sm = 1;
   if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kg_fp4_hip_quantize_nvfp4_bf16_sf8x4_kernel, 256, 0) != hipSuccess) per_sm = 1;
   const int64_t gy = p.batch < 65535 ? p.batch : 65535, wave = (int64_t)sms * (per_sm > 0 ? per_sm : 1);
   const int64_t need = (p.mpad * p.steps + 3) / 4;   /* one item per warp at least */
