@@ -2,30 +2,35 @@
 /* W4A16 FP4 DualGemm on the matrix units, small M (m <= 16): D0 = alpha0 * A.W0^T + beta0 * C0,
 ** D1 = alpha1 * A.W1^T + beta1 * C1, D2 = geglu(D0, D1) with A bf16 [m, k]
 ** row-major, W0, W1 MXFP4 (UE8M0 scale per 32) [n, k] with 128x4 scales.
-** Memory-bound: each weight byte is read once. One 16-row block of A (rows >= m
-** are zero) times MMA tiles of 8 columns (mma.sync m16n8k16 bf16, f32 accumulation),
-** fed from 16-byte pieces: in each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4)
-** takes the 16 bytes of k = 32t .. 32t + 31 of weight column g and the same k of A
-** rows g, g + 8 (4 x 16 bytes per row), all copied by cp.async into a per-warp
-** shared-memory ring (weights L2 only; A through L1: every warp of the SM reads A).
-** Fixed permutation of k inside the chunk (the dot product does not depend on
-** the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16 bytes,
-** its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as the
-** fragment registers b0, b1; A's elements are paired the same way (one byte
-** permute per A register). Weights are dequantized in registers to exact bf16:
-** code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
-** (first * 2^126 (exact e2m1), then * 2^(sf-127): the full UE8M0 range,
-** 0xff NaN;
-** products beyond the bf16 (= f32) range are Inf, as in f32). A block has ks x 1 warps: 1 column
-** group of 2 MMA tiles per weight (16 columns per block), each split over ks warps
-** that take one K range each (shared memory sums them). ks (1..16) is chosen at
-** launch: the finest K split that still runs every block of the grid at once.
-** Each warp keeps 2 K chunks of copies (a ring of 2 slots) and scale-byte loads
-** in flight. One A fragment feeds the MMAs of both weights. Copies past k, past m and for tiles past n are
-** zero-filled; columns past n are never stored. NVFP4 scale multipliers come
-** from a 256-entry shared table.
+** Two kernels: m <= 8 here, 8 < m <= 16 in the fp4s_wide part below (its own comment).
+** m <= 8. Memory-bound: each weight byte is read once, straight into registers.
+** The weights are the MMA's A operand (16 weight rows x 16 k) and the activations
+** its B operand (16 k x 8 rows of A), so one MMA (mma.sync m16n8k16 bf16, f32
+** accumulation) takes 256 weights and needs no padding rows. A warp takes 1
+** tile of 16 weight rows (one A fragment feeds 2 MMAs). A block is ks warps over
+** the same 16 weight rows, each taking one K range (shared memory sums them); ks
+** (1..16) is chosen at launch: the finest K split that still runs every
+** block of the grid at once.
+** In each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4) takes the 16 bytes of
+** k = 32t .. 32t + 31 of weight rows g and g + 8 of each tile (16-byte loads kept out
+** of L1) and the same k of A row g (16-byte loads through L1: every warp of the SM
+** reads A). Fixed permutation of k inside the chunk (the dot product does not
+** depend on the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16
+** bytes, its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as
+** fragment registers (a0, a1) and (a2, a3); A's elements are paired the same way
+** (one byte permute per B register). Weights are dequantized in registers to exact
+** bf16: code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
+** (2^(sf - 1) when every scale byte of the warp's chunk is at most 128
+** (scales up to 2: the common case); otherwise first * 2^126 (exact e2m1), then
+** * 2^(sf - 127): the full UE8M0 range, 0xff NaN; products beyond the bf16 (= f32)
+** range are Inf, as in f32).
+** Each warp keeps a ring of 2 chunks of weight loads in registers: a slot is
+** reloaded with chunk c + 2 as soon as chunk c is multiplied. Whole chunks load
+** without checks; the last chunk, when k is not a multiple of 128, loads element
+** by element with zeros past k. Rows past n read row n - 1 and are never stored;
+** A rows from m on are zero. One A fragment feeds the MMAs of both weights.
 ** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
-** then the op. Grid: x = column blocks, y = batch. */
+** then the op. Grid: x = blocks of 16 rows, y = batch. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -116,9 +121,8 @@
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-/* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB, less the
-** static sfmul table). */
-enum { WS = 32, KSPLIT_MAX = 16, CG = 1, SMEM_MAX = 232448 - 1024, J = 2, U = 2, NB = 2, KC = 128, ACC = 4 };
+/* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB). */
+enum { WS = 32, KSPLIT_MAX = 16, SMEM_MAX = 232448 - 1024, NB = 2, KC = 128, ACC = 4 };
 
 typedef struct fp4s_params {
   const __nv_bfloat16 *a; int64_t lda, a_bs;          /* elements; a_bs: batch stride (0: shared) */
@@ -130,7 +134,7 @@ typedef struct fp4s_params {
   __nv_bfloat16 *d2; int64_t ldd2, d2_bs;
   float alpha[NB], beta[NB];
   int64_t m, n, k, kv;
-  int ksplit;                                      /* warps per column group (split K) */
+  int ksplit;                                      /* warps per block (split K) */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -145,16 +149,6 @@ static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
-/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero:
-** _stream for data read once (L2 only; a miss fills 256 bytes of L2), _cached through L1. */
-static __device__ __forceinline__ void kg_fp4s_cp_stream(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
-               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void kg_fp4s_cp_cached(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n"
-               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
-}
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
 static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
   return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);
@@ -167,13 +161,304 @@ static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, u
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
 
-/* bf16x2 multiplier of scale byte s for kg_fp4s_bits values (e2m1 * 2^-126): 2^(s-127)
-** (s = 0: the subnormal 2^-127; 0xff: NaN), applied after the exact * 2^126. */
-[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult(uint32_t s) {
+/* bf16x2 multipliers of scale byte s for kg_fp4s_bits values (e2m1 * 2^-126). _fast: 2^(s - 1),
+** exact for s <= 128 (one multiply gives e2m1 * 2^(s - 127)). _full: 2^(s - 127) (s = 0: the
+** subnormal 2^-127; 0xff: NaN), applied after the exact * 2^126. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult_fast(uint32_t s) { return s * 0x00800080u + 0x3f003f00u; }
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult_full(uint32_t s) {
   const uint32_t b = s == 255u ? 0x7fc0u : s == 0u ? 0x0040u : s << 7;
   return b | (b << 16);
 }
+
+/* The weights of one chunk for one lane: per product i and weight row r = 2 * tile + h
+** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
+** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). */
+template <int RT> struct fp4s_chunk { uint4 w[NB][2 * RT]; uint32_t s[NB][2 * RT]; };
+
+/* acc[i][rt][mt] += W_i(tile rt; the chunk's 128 k) . A(rows 8mt .. 8mt + 7)^T for mt < MT,
+** given the chunk's weights `c` and the lane's A words: a_word(mt, q) is elements 8q .. 8q + 7
+** of the lane's 32 k of A row g + 8mt (zero past k and m). */
+template <int MT, int RT, class AWord>
+static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_chunk(float (&acc)[NB][RT][2][ACC], const fp4s_chunk<RT> &c,
+                                                   AWord a_word) {
+  uint32_t mul[NB][2 * RT][1];
+  /* one multiply per weight pair unless a scale of the warp's chunk exceeds 2 */
+  uint32_t big = 0u;
+#pragma unroll
+  for (int i = 0; i < NB; i++)
+#pragma unroll
+    for (int r = 0; r < 2 * RT; r++) big |= c.s[i][r] > 128u;
+  const bool fast = !__any_sync(0xffffffffu, big);
+#pragma unroll
+  for (int i = 0; i < NB; i++)
+#pragma unroll
+    for (int r = 0; r < 2 * RT; r++) {
+      mul[i][r][0] = fast ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult_fast(c.s[i][r]) : kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult_full(c.s[i][r]);
+    }
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    uint32_t wq[NB][2 * RT];
+#pragma unroll
+    for (int i = 0; i < NB; i++)
+#pragma unroll
+      for (int r = 0; r < 2 * RT; r++) wq[i][r] = q == 0 ? c.w[i][r].x : q == 1 ? c.w[i][r].y : q == 2 ? c.w[i][r].z : c.w[i][r].w;
+    {   /* MMA 2q + 0: nibble pairs (0, 4) and (1, 5) of word q */
+      uint32_t b0[2], b1[2];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        const uint4 av = a_word(mt, q);
+        b0[mt] = kg_fp4s_pair(av.x, av.z, 0);
+        b1[mt] = kg_fp4s_pair(av.x, av.z, 1);
+      }
+#pragma unroll
+      for (int i = 0; i < NB; i++)
+#pragma unroll
+      for (int rt = 0; rt < RT; rt++) {
+        uint32_t a[4];   /* a0, a1: rows g, g + 8 of tile rt at pair 0; a2, a3: at pair 1 */
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int r = 2 * rt + (e & 1);
+          const uint32_t m = mul[i][r][0];
+          const uint32_t x = kg_fp4s_bits(wq[i][r], 0 + (e >> 1));
+          a[e] = kg_fp4s_mul(fast ? x : kg_fp4s_mul(x, 0x7e807e80u), m);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a[0], a[1], a[2], a[3], b0[mt], b1[mt]);
+      }
+    }
+    {   /* MMA 2q + 1: nibble pairs (2, 6) and (3, 7) of word q */
+      uint32_t b0[2], b1[2];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        const uint4 av = a_word(mt, q);
+        b0[mt] = kg_fp4s_pair(av.y, av.w, 0);
+        b1[mt] = kg_fp4s_pair(av.y, av.w, 1);
+      }
+#pragma unroll
+      for (int i = 0; i < NB; i++)
+#pragma unroll
+      for (int rt = 0; rt < RT; rt++) {
+        uint32_t a[4];   /* a0, a1: rows g, g + 8 of tile rt at pair 2; a2, a3: at pair 3 */
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int r = 2 * rt + (e & 1);
+          const uint32_t m = mul[i][r][0];
+          const uint32_t x = kg_fp4s_bits(wq[i][r], 2 + (e >> 1));
+          a[e] = kg_fp4s_mul(fast ? x : kg_fp4s_mul(x, 0x7e807e80u), m);
+        }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a[0], a[1], a[2], a[3], b0[mt], b1[mt]);
+      }
+    }
+  }
+}
+
+template <int MT, int RT, int PR>
+__global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel(fp4s_params p) {
+  /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
+  const int gl = lane >> 2, tl = lane & 3;
+  const int64_t n0 = (int64_t)blockIdx.x * (16 * RT);
+  const int64_t z = blockIdx.y;   /* batch */
+  /* this lane's A rows gl (+ 8): NULL from m on (zero); element 32 tl of each chunk */
+  const __nv_bfloat16 *arow[2];
+#pragma unroll
+  for (int mt = 0; mt < 2; mt++)
+    arow[mt] = mt < MT && gl + 8 * mt < p.m ? p.a + z * p.a_bs + (int64_t)(gl + 8 * mt) * p.lda + 32 * tl : 0;
+  /* this lane's weight rows n0 + 16 (r / 2) + gl + 8 (r % 2), clamped to n - 1 (read, never
+  ** stored); byte 16 tl of each chunk. Scale offsets are separable, off(g, row, kb) =
+  ** off(g, row, 0) + off(0, 0, kb), and the lane's kb is even, so kb + 1 is the next byte. */
+  const uint8_t *wrow[NB][2 * RT], *sfrow[NB][2 * RT];
+  int64_t g[NB];
+#pragma unroll
+  for (int i = 0; i < NB; i++) {
+    g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
+#pragma unroll
+    for (int r = 0; r < 2 * RT; r++) {
+      const int64_t row = n0 + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
+      wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl;
+      sfrow[i][r] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], rc, 0);
+    }
+  }
+  float acc[NB][RT][2][ACC];
+#pragma unroll
+  for (int i = 0; i < NB; i++)
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+      for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int e = 0; e < ACC; e++) acc[i][rt][mt][e] = 0.0f;
+
+  /* K ranges: whole 128-chunks split over the ks warps; chunks below `whole` lie inside k */
+  const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
+  const int64_t per = (chunks + ks - 1) / ks;
+  const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
+  const int64_t c_whole = c_end < whole ? c_end : whole;
+  /* Ring of PR slots: chunk c + j (c = c_beg + PR x) lives in slot j; once multiplied, the
+  ** slot loads chunk c + j + PR (zeros from c_whole on), so PR chunks stay in flight. */
+  fp4s_chunk<RT> ring[PR];
+#define FP4S_LOAD(slot, cc) do {                                                            \
+    const bool live_ = (cc) < c_whole;                                                      \
+    const int64_t so_ = kg_sf_off_128x4(p.n, p.kv, 0, 0, (live_ ? (cc) : 0) * (KC / 32) + 1 * tl); \
+    _Pragma("unroll") for (int i = 0; i < NB; i++)                                          \
+    _Pragma("unroll") for (int r = 0; r < 2 * RT; r++) {                                    \
+      (slot).w[i][r] = live_ ? kg_ld_stream((const uint4 *)(wrow[i][r] + (cc) * (KC / 2))) : make_uint4(0u, 0u, 0u, 0u); \
+      (slot).s[i][r] = live_ ? (uint32_t)sfrow[i][r][so_] : 0u;                            \
+    }                                                                                       \
+  } while (0)
+#pragma unroll
+  for (int j = 0; j < PR; j++) FP4S_LOAD(ring[j], c_beg + j);
+  for (int64_t c = c_beg; c < c_whole; c += PR) {
+#pragma unroll
+    for (int j = 0; j < PR; j++) {
+      if (c + j >= c_whole) break;   /* the same for the whole warp */
+      const int64_t ka = (c + j) * KC;
+      kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT>(acc, ring[j], [&](int mt, int q) {
+        return arow[mt] ? __ldg(reinterpret_cast<const uint4 *>(arow[mt] + ka + 8 * q)) : make_uint4(0u, 0u, 0u, 0u);
+      });
+      FP4S_LOAD(ring[j], c + j + PR);
+    }
+  }
+#undef FP4S_LOAD
+  if (c_end > c_whole) {
+    /* the last chunk, cut by k (k is even: whole bytes): element by element, zeros past k */
+    const int64_t kk = c_whole * KC + 32 * tl;
+    const int nk = p.k - kk <= 0 ? 0 : p.k - kk >= 32 ? 32 : (int)(p.k - kk);   /* live k of the lane */
+    fp4s_chunk<RT> t;
+    const int64_t so = kg_sf_off_128x4(p.n, p.kv, 0, 0, nk > 0 ? kk / 32 : 0);
+#pragma unroll
+    for (int i = 0; i < NB; i++)
+#pragma unroll
+      for (int r = 0; r < 2 * RT; r++) {
+        uint32_t wb[4] = { 0u, 0u, 0u, 0u };
+        for (int b = 0; b < nk / 2; b++) wb[b >> 2] |= (uint32_t)wrow[i][r][c_whole * (KC / 2) + b] << (8 * (b & 3));
+        t.w[i][r] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
+        t.s[i][r] = nk > 0 ? (uint32_t)sfrow[i][r][so] : 0u;
+      }
+    kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT>(acc, t, [&](int mt, int q) {
+      uint32_t h[4] = { 0u, 0u, 0u, 0u };
+      if (arow[mt])
+        for (int e = 8 * q; e < nk && e < 8 * q + 8; e++)
+          h[(e >> 1) & 3] |= (uint32_t)reinterpret_cast<const uint16_t *>(arow[mt])[c_whole * KC + e] << (16 * (e & 1));
+      return make_uint4(h[0], h[1], h[2], h[3]);
+    });
+  }
+
+  /* Sum the K ranges in shared memory, then the epilogue: value (rt, mt, e) of lane l is
+  ** row 8mt + (((l & 3) << 1) + (e & 1)) of D, column n0 + 16rt + ((l >> 2) + ((e >> 1) << 3)). */
+  float *red = reinterpret_cast<float *>(smem);
+  float post[NB];
+#pragma unroll
+  for (int i = 0; i < NB; i++) {
+    post[i] = p.alpha[i];
+  }
+  enum { VALS = RT * MT * ACC };   /* per lane and product */
+#pragma unroll
+  for (int i = 0; i < NB; i++)
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int e = 0; e < ACC; e++) red[(((kw * NB + i) * RT + rt) * MT + mt) * ACC * WS + e * WS + lane] = acc[i][rt][mt][e];
+  __syncthreads();
+  for (int idx = (int)threadIdx.x; idx < VALS * WS; idx += ks * WS) {   /* value (rt, mt, e) of lane l */
+    const int l = idx % WS, e = idx / WS % ACC, mt = idx / (WS * ACC) % MT, rt = idx / (WS * ACC * MT);
+    float x[NB];
+#pragma unroll
+    for (int i = 0; i < NB; i++) {
+      x[i] = 0.0f;
+      for (int w = 0; w < ks; w++) x[i] += red[((w * NB + i) * VALS) * WS + idx];
+    }
+    const int64_t r = 8 * mt + (((l & 3) << 1) + (e & 1)), col = n0 + 16 * rt + ((l >> 2) + ((e >> 1) << 3));
+    if (r >= p.m || col >= p.n) continue;
+#pragma unroll
+    for (int i = 0; i < NB; i++) {
+      x[i] *= post[i];
+      if (p.c[i]) x[i] += p.beta[i] * __bfloat162float(p.c[i][z * p.c_bs[i] + r * p.ldc[i] + col]);
+      const __nv_bfloat16 xo = __float2bfloat16_rn(x[i]);
+      x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
+      if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + col] = xo;
+    }
+    p.d2[z * p.d2_bs + r * p.ldd2 + col] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+  }
+}
+
+/* The kernels' parameters from args (ksplit: set by the launcher); *batches: grid y. */
+static fp4s_params kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_params(const kg_dualgemm_fp4_args *args, int64_t *batches_out) {
+  fp4s_params p;
+  const int batched = args->mode == KG_MODE_BATCHED;
+  const int64_t batches = batched ? args->batch_count : 1;
+  p.a = (const __nv_bfloat16 *)args->a; p.lda = args->lda; p.a_bs = batched ? args->batch_stride_a : 0;
+  p.w[0] = (const uint8_t *)args->b0; p.ldw[0] = args->ldb0; p.w_bs[0] = batched ? args->batch_stride_b0 : 0;
+  p.sf[0] = (const uint8_t *)args->sf_b0; p.gs[0] = args->global_scale_b0;
+  p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0; p.ldc[0] = args->ldc0; p.c_bs[0] = batched ? args->batch_stride_c0 : 0;
+  p.d[0] = 0; p.ldd[0] = 0; p.d_bs[0] = 0;
+  p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
+  p.w[1] = (const uint8_t *)args->b1; p.ldw[1] = args->ldb1; p.w_bs[1] = batched ? args->batch_stride_b1 : 0;
+  p.sf[1] = (const uint8_t *)args->sf_b1; p.gs[1] = args->global_scale_b1;
+  p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0; p.ldc[1] = args->ldc1; p.c_bs[1] = batched ? args->batch_stride_c1 : 0;
+  p.d[1] = 0; p.ldd[1] = 0; p.d_bs[1] = 0;
+  p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
+  p.d2 = (__nv_bfloat16 *)args->d2; p.ldd2 = args->ldd2; p.d2_bs = batched ? args->batch_stride_d2 : 0;
+  (void)batched;
+  p.m = args->m; p.n = args->n; p.k = args->k;
+  p.kv = (args->k + 31) / 32;
+  p.ksplit = 1;
+  *batches_out = batches;
+  return p;
+}
+
+/* 8 < m <= 16, the same product as above.
+** Memory-bound: each weight byte is read once. One 16-row block of A (rows >= m
+** are zero) times MMA tiles of 8 columns (mma.sync m16n8k16 bf16, f32 accumulation),
+** fed from 16-byte pieces: in each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4)
+** takes the 16 bytes of k = 32t .. 32t + 31 of weight column g and the same k of A
+** rows g, g + 8 (4 x 16 bytes per row), all copied by cp.async into a per-warp
+** shared-memory ring (weights L2 only; A through L1: every warp of the SM reads A).
+** Fixed permutation of k inside the chunk (the dot product does not depend on
+** the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16 bytes,
+** its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as the
+** fragment registers b0, b1; A's elements are paired the same way (one byte
+** permute per A register). Weights are dequantized in registers to exact bf16:
+** code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
+** (first * 2^126 (exact e2m1), then * 2^(sf-127): the full UE8M0 range,
+** 0xff NaN;
+** products beyond the bf16 (= f32) range are Inf, as in f32). A block has ks x 1 warps: 1 column
+** group of 2 MMA tiles per weight (16 columns per block), each split over ks warps
+** that take one K range each (shared memory sums them). ks (1..16) is chosen at
+** launch: the finest K split that still runs every block of the grid at once.
+** Each warp keeps 2 K chunks of copies (a ring of 2 slots) and scale-byte loads
+** in flight. One A fragment feeds the MMAs of both weights. Copies past k, past m and for tiles past n are
+** zero-filled; columns past n are never stored. NVFP4 scale multipliers come
+** from a 256-entry shared table.
+** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
+** then the op. Grid: x = column blocks, y = batch. */
+namespace fp4s_wide {
+/* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB, less the
+** static sfmul table). */
+enum { KSPLIT_MAX = 16, CG = 1, SMEM_MAX = 232448 - 1024, J = 2, U = 2 };
+
+/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero:
+** _stream for data read once (L2 only; a miss fills 256 bytes of L2), _cached through L1. */
+static __device__ __forceinline__ void kg_fp4s_cp_stream(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void kg_fp4s_cp_cached(void *dst, const void *src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
+}
+
 
 /* Issue the loads of one 128-wide K chunk `cc` into ring slot `u` of this warp:
 ** each lane copies its 16 weight bytes per (weight, tile) and its A words (rows
@@ -201,14 +486,14 @@ static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, u
         }                                                                                  \
     asm volatile("cp.async.commit_group;\n" ::: "memory");                                                                     \
   } while (0)
-__global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel(fp4s_params p) {
+__global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide_kernel(fp4s_params p) {
   /* Dynamic shared memory: per warp a ring of U slots of slot_words 16-byte words, slot =
   ** [NB][J][WS] weight words + [arows][4][WS] A words (lane-private: a lane reads back
   ** what it copied); after the K loop it holds the warps' K-range sums,
   ** [ks][CG][NB][J][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
-  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult((uint32_t)s);
+  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_mult_full((uint32_t)s);
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit;
   const int kw = (int)threadIdx.x / WS % ks, cg = (int)threadIdx.x / WS / ks;
   const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
@@ -360,26 +645,10 @@ __global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skin
     }
 }
 
-extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  fp4s_params p;
+static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
-  const int batched = args->mode == KG_MODE_BATCHED;
-  const int64_t batches = batched ? args->batch_count : 1;
-  p.a = (const __nv_bfloat16 *)args->a; p.lda = args->lda; p.a_bs = batched ? args->batch_stride_a : 0;
-  p.w[0] = (const uint8_t *)args->b0; p.ldw[0] = args->ldb0; p.w_bs[0] = batched ? args->batch_stride_b0 : 0;
-  p.sf[0] = (const uint8_t *)args->sf_b0; p.gs[0] = args->global_scale_b0;
-  p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0; p.ldc[0] = args->ldc0; p.c_bs[0] = batched ? args->batch_stride_c0 : 0;
-  p.d[0] = 0; p.ldd[0] = 0; p.d_bs[0] = 0;
-  p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
-  p.w[1] = (const uint8_t *)args->b1; p.ldw[1] = args->ldb1; p.w_bs[1] = batched ? args->batch_stride_b1 : 0;
-  p.sf[1] = (const uint8_t *)args->sf_b1; p.gs[1] = args->global_scale_b1;
-  p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0; p.ldc[1] = args->ldc1; p.c_bs[1] = batched ? args->batch_stride_c1 : 0;
-  p.d[1] = 0; p.ldd[1] = 0; p.d_bs[1] = 0;
-  p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
-  p.d2 = (__nv_bfloat16 *)args->d2; p.ldd2 = args->ldd2; p.d2_bs = batched ? args->batch_stride_d2 : 0;
-  (void)batched;
-  p.m = args->m; p.n = args->n; p.k = args->k;
-  p.kv = (args->k + 31) / 32;
+  int64_t batches;
+  fp4s_params p = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_params(args, &batches);
   /* ks: the most warps per column group (<= one per K chunk) for which the SMs hold
   ** every block of the grid at once (blocks per SM from the occupancy query,
   ** cached per ks and A row count) */
@@ -390,7 +659,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(cons
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   if (!smem_raised) {
     const size_t most = (size_t)KSPLIT_MAX * CG * U * (NB * J + 8) * WS * 16;
-    if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(most < SMEM_MAX ? most : SMEM_MAX)) != cudaSuccess) {
+    if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(most < SMEM_MAX ? most : SMEM_MAX)) != cudaSuccess) {
       kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
       return KG_ERROR_BACKEND;
     }
@@ -404,7 +673,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(cons
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks][arows - 1];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel, ks * CG * WS, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide_kernel, ks * CG * WS, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -415,7 +684,46 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(cons
   p.ksplit = ks;
   dim3 grid((unsigned)((args->n + 15) / 16), (unsigned)batches);
   dim3 block((unsigned)(ks * CG * WS));
-  kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel<<<grid, block, smem, stream>>>(p);
+  kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide_kernel<<<grid, block, smem, stream>>>(p);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+  return KG_SUCCESS;
+}
+}  /* namespace fp4s_wide */
+
+
+extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
+  if (args->m > 8) return fp4s_wide::kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_wide(args, exec);
+  cudaStream_t stream = (cudaStream_t)exec->stream;
+  int64_t batches;
+  fp4s_params p = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_params(args, &batches);
+  /* ks: the most warps per block (<= one per K chunk) for which the SMs hold every block
+  ** of the grid at once (blocks per SM from the occupancy query, cached per ks and MT) */
+  static int per_sm[KSPLIT_MAX + 1];
+  const int mt = 1, rt = 1;
+  const int64_t tiles = (args->n + 16 * rt - 1) / (16 * rt);   /* blocks per batch */
+  const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
+  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  int ks = KSPLIT_MAX;
+  size_t smem = 0;
+  for (;; ks--) {
+    smem = (size_t)ks * NB * rt * mt * ACC * WS * sizeof(float);
+    if (ks == 1) break;
+    if (ks > chunks || smem > SMEM_MAX) continue;
+    int nb = per_sm[ks];
+    if (nb == 0) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel<1, 1, 2>, ks * WS, smem) != cudaSuccess) {
+        kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
+        return KG_ERROR_BACKEND;
+      }
+      per_sm[ks] = nb;
+    }
+    if (blocks <= sms * nb) break;
+  }
+  p.ksplit = ks;
+  dim3 grid((unsigned)tiles, (unsigned)batches);
+  dim3 block((unsigned)(ks * WS));
+  kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4_kernel<1, 1, 2><<<grid, block, smem, stream>>>(p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
