@@ -122,8 +122,15 @@ function F.decode_geometry(v)
   local T = math.floor(NT * 2 / CH)
   local stages = v.backend == "hip" and 2 or 4
   local rows = math.floor(NT / CH)
-  return { D = D, CH = CH, NT = NT, ROWS = rows, HPT = HPT, UB = 2, GMAX = rows * HPT, T = T, STAGES = stages,
-           BLOCKS_PER_SM = D == 256 and 2 or 4 }
+  local g = { D = D, CH = CH, NT = NT, ROWS = rows, HPT = HPT, UB = 2, GMAX = rows * HPT, T = T, STAGES = stages,
+              BLOCKS_PER_SM = D == 256 and 2 or 4, TC = false }
+  -- CUDA, head_dim <= 128: the tensor-core kernel (attn/decode_mma.kgt) serves
+  -- groups of <= 16 heads without RoPE on the fly, TC_NW warps of 16 tokens per
+  -- tile, TC_ST stages, TC_BPS blocks per SM; the planner assumes its geometry.
+  if v.backend == "cuda" and D <= 128 then
+    g.TC, g.TC_NW, g.TC_ST, g.TC_BPS = true, 4, 3, 2
+  end
+  return g
 end
 
 function F.descriptor(v, d)
@@ -138,9 +145,9 @@ function F.descriptor(v, d)
     local g = F.decode_geometry(v)
     fields[#fields + 1] = ".align = " .. (v.backend == "c" and "1" or "8")
     fields[#fields + 1] = ".tile_m = " .. fmt.int(g.GMAX)
-    fields[#fields + 1] = ".tile_n = " .. fmt.int(g.T)
-    fields[#fields + 1] = ".stages = " .. fmt.int(g.STAGES)
-    fields[#fields + 1] = ".blocks_per_sm = " .. fmt.int(g.BLOCKS_PER_SM)
+    fields[#fields + 1] = ".tile_n = " .. fmt.int(g.TC and g.TC_NW * 16 or g.T)
+    fields[#fields + 1] = ".stages = " .. fmt.int(g.TC and g.TC_ST or g.STAGES)
+    fields[#fields + 1] = ".blocks_per_sm = " .. fmt.int(g.TC and g.TC_BPS or g.BLOCKS_PER_SM)
   end
   fields[#fields + 1] = "." .. LAUNCH_FIELD[v.op] .. " = " .. v.name
   return fields

@@ -412,16 +412,262 @@ __global__ void __launch_bounds__(256, 1) kg_attn_cuda_decode_bf16_hnd_d64_merge
   }
 }
 
+/* Tensor-core decode: block = (request, kv head, chunk) with the kv head's group
+** (<= 16 q heads) as the 16 rows of mma.sync m16n8k16 (bf16, f32 accumulation).
+** - K/V tiles of TC_TT = 4 x 16 tokens stream through 3 shared-memory stages by
+**   16-byte cp.async (tokens past the chunk are zero-filled: their probabilities
+**   are 0 and 0 x stale data could be NaN); a token row's 16-byte chunk kc is
+**   stored at kc ^ (row % 8), so ldmatrix reads 8 rows without bank conflicts.
+** - Warp w takes tokens 16w .. 16w + 15 of each tile: S = Q.K^T (Q rows in
+**   registers as A fragments; K as B fragments by ldmatrix), the online softmax
+**   per head row in f32 (base 2; a row's state is rescaled only when its max
+**   grows; NaN sticks), then O += P.V with P rounded to bf16 as the A fragment
+**   (the S accumulator layout is the A layout) and V as B by ldmatrix.trans.
+** - The warps' states merge through shared memory; one chunk: o and lse go out,
+**   several: the normalized states go to the workspace (merged by _merge). */
+enum { TC_NW = 4, TC_TT = TC_NW * 16, TC_ST = 3, TC_CHK = D / 8,
+       TC_ITEMS = TC_TT * TC_CHK / (TC_NW * 32) };   /* 16-byte copies per thread per tile, K and V each */
+enum { TC_SMEM = TC_ST * TC_TT * D * 2 * (int)sizeof(kg_elem) };
+
+static __device__ __forceinline__ void kg_dmma_ldsm4(uint32_t (&r)[4], const kg_elem *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((uint32_t)__cvta_generic_to_shared(p)));
+}
+static __device__ __forceinline__ void kg_dmma_ldsm4_trans(uint32_t (&r)[4], const kg_elem *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((uint32_t)__cvta_generic_to_shared(p)));
+}
+/* c += A(16 x 16) . B(16 x 8), fragments as the PTX ISA orders them */
+static __device__ __forceinline__ void kg_dmma_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+               "{%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* 16-byte cp.async reading `bytes` (0 or 16) of src: 0 writes zeros */
+static __device__ __forceinline__ void kg_dmma_cp16(kg_elem *s, const kg_elem *g, int bytes) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n"
+               :: "r"((uint32_t)__cvta_generic_to_shared(s)), "l"(g), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ uint32_t kg_dmma_pack(float lo, float hi) {
+  const auto h = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t *>(&h);
+}
+/* max that keeps NaN */
+static __device__ __forceinline__ float kg_dmma_max(float a, float b) { return a > b || a != a ? a : b; }
+/* element offset of (token row r, 16-byte chunk kc) inside a K or V stage */
+static __device__ __forceinline__ int kg_dmma_at(int r, int kc) { return (r * TC_CHK + (kc ^ (r & 7))) * 8; }
+
+/* Copies of the tile starting at token t0 into stage `st`: thread tid takes chunk
+** tid % TC_CHK of rows tid / TC_CHK + j * (TC_NW * 32 / TC_CHK). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_attn_cuda_decode_bf16_hnd_d64_mma_issue(const kg_decode_job &p, kg_elem *ks, kg_elem *vs, int st, int64_t pbase, int64_t hk,
+                                 int64_t t0, int64_t end, int tid) {
+  const kg_elem *kc = (const kg_elem *)p.kv.k, *vc = (const kg_elem *)p.kv.v;
+  const int ch = tid % TC_CHK;
+#pragma unroll
+  for (int j = 0; j < TC_ITEMS; j++) {
+    const int r = tid / TC_CHK + j * (TC_NW * 32 / TC_CHK);
+    const int64_t t = t0 + r;
+    int64_t o = hk * p.kv.stride_h;   /* dead or bad page: read page 0, bytes 0 or as kg_attn_slot says */
+    int bytes = 0;
+    if (t < end) {
+      const int64_t s = kg_attn_slot(&p.kv, pbase, t, hk);
+      if (s >= 0) o = s;
+      bytes = 16;
+    }
+    const int so = (st * TC_TT) * D + kg_dmma_at(r, ch);
+    kg_dmma_cp16(ks + so, kc + o + ch * 8, bytes);
+    kg_dmma_cp16(vs + so, vc + o + ch * 8, bytes);
+  }
+}
+
+__global__ void __launch_bounds__(TC_NW * 32, 2) kg_attn_cuda_decode_bf16_hnd_d64_mma_kernel(const __grid_constant__ kg_decode_job p) {
+  extern __shared__ __align__(128) unsigned char kg_smem[];
+  kg_elem *ks = (kg_elem *)kg_smem;
+  kg_elem *vs = ks + TC_ST * TC_TT * D;
+  const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32, gq = lane >> 2, tq = lane & 3;
+  const int64_t Hk = p.kv.num_kv_heads, G = p.group, NC = p.num_chunks;
+  int64_t bid = blockIdx.x;
+  const int64_t c = bid % NC;
+  bid /= NC;
+  const int64_t hk = bid % Hk, b = bid / Hk;
+  const int64_t h0 = hk * G;
+  const int64_t len = kg_attn_seq_len(&p.kv, b);
+  const int64_t pbase = p.kv.indices ? (int64_t)p.kv.indptr[b] : 0;
+  int64_t w0 = 0;
+  if (p.window_left >= 0 && len - 1 - p.window_left > 0) w0 = len - 1 - p.window_left;
+  const int64_t start = w0 + c * p.chunk_size;
+  int64_t end = start + p.chunk_size;
+  if (c == NC - 1 || end > len) end = len;
+
+  /* Q as A fragments: rows gq and gq + 8 (heads h0 + row, zero from G on), k step s */
+  uint32_t qa[D / 16][4];
+  {
+    const unsigned short *qr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+      qr[r] = gq + 8 * r < G ? (const unsigned short *)p.q + b * p.q_sn + (h0 + gq + 8 * r) * p.q_sh : 0;
+#pragma unroll
+    for (int s = 0; s < D / 16; s++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const unsigned short *row = qr[e & 1];
+        const int f = 16 * s + 2 * tq + 8 * (e >> 1);
+        qa[s][e] = row ? (uint32_t)row[f] | (uint32_t)row[f + 1] << 16 : 0u;
+      }
+  }
+  float o[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[j][e] = 0.0f;
+  float m[2] = { -INFINITY, -INFINITY }, dsum[2] = { 0.0f, 0.0f };   /* rows gq, gq + 8: running max, this lane's sum */
+
+  const int64_t ntiles = end > start ? (end - start + TC_TT - 1) / TC_TT : 0;
+  for (int st = 0; st < TC_ST - 1; st++) {
+    if (st < ntiles) kg_attn_cuda_decode_bf16_hnd_d64_mma_issue(p, ks, vs, st, pbase, hk, start + (int64_t)st * TC_TT, end, tid);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  for (int64_t it = 0; it < ntiles; it++) {
+    const int64_t nt = it + TC_ST - 1;
+    if (nt < ntiles) kg_attn_cuda_decode_bf16_hnd_d64_mma_issue(p, ks, vs, (int)(nt % TC_ST), pbase, hk, start + nt * TC_TT, end, tid);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+    __syncthreads();
+    const kg_elem *kt = ks + (int)(it % TC_ST) * TC_TT * D, *vt = vs + (int)(it % TC_ST) * TC_TT * D;
+    const int64_t t0 = start + it * TC_TT;
+    const int tl = (int)(end - t0 < TC_TT ? end - t0 : TC_TT);
+    if (16 * warp < tl) {   /* the warp's 16 tokens: S = Q.K^T, two 8-token tiles */
+      float s[2][4] = { { 0.0f, 0.0f, 0.0f, 0.0f }, { 0.0f, 0.0f, 0.0f, 0.0f } };
+#pragma unroll
+      for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t kb[4];
+        const int r = 16 * warp + (lane >> 4) * 8 + (lane & 7);
+        kg_dmma_ldsm4(kb, kt + kg_dmma_at(r, 2 * kk + ((lane >> 3) & 1)));
+        kg_dmma_mma(s[0], qa[kk], kb[0], kb[1]);
+        kg_dmma_mma(s[1], qa[kk], kb[2], kb[3]);
+      }
+      /* logits (base 2), -inf past the chunk; value (j, e): row gq + 8 (e >> 1), token 16w + 8j + 2tq + (e & 1) */
+      float mx[2] = { -INFINITY, -INFINITY };
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const float y = s[j][e];
+          const float l = p.soft_cap ? p.soft_cap_log2 * kg_math_tanh(y * p.logit_scale) : y * p.logit_scale;
+          s[j][e] = 16 * warp + 8 * j + 2 * tq + (e & 1) < tl ? l : -INFINITY;
+          mx[e >> 1] = kg_dmma_max(mx[e >> 1], s[j][e]);
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        mx[r] = kg_dmma_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = kg_dmma_max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        if (mx[r] > m[r] || mx[r] != mx[r]) {   /* grow the max: rescale the row's state (m = -inf: 0) */
+          const float sc = kg_math_exp2(m[r] - mx[r]);
+          dsum[r] *= sc;
+#pragma unroll
+          for (int j = 0; j < D / 8; j++) {
+            o[j][2 * r] *= sc;
+            o[j][2 * r + 1] *= sc;
+          }
+          m[r] = mx[r];
+        }
+      }
+      float w[2][4];
+#pragma unroll
+      for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          w[j][e] = s[j][e] == -INFINITY ? 0.0f : kg_math_exp2(s[j][e] - m[e >> 1]);   /* never (-inf) - (-inf) */
+          dsum[e >> 1] += w[j][e];
+        }
+      /* P as the A fragment of O += P.V: k = the 16 tokens */
+      const uint32_t pa[4] = { kg_dmma_pack(w[0][0], w[0][1]), kg_dmma_pack(w[0][2], w[0][3]),
+                               kg_dmma_pack(w[1][0], w[1][1]), kg_dmma_pack(w[1][2], w[1][3]) };
+#pragma unroll
+      for (int jd = 0; jd < D / 16; jd++) {
+        uint32_t vb[4];
+        const int r = 16 * warp + ((lane >> 3) & 1) * 8 + (lane & 7);
+        kg_dmma_ldsm4_trans(vb, vt + kg_dmma_at(r, 2 * jd + (lane >> 4)));
+        kg_dmma_mma(o[2 * jd], pa, vb[0], vb[1]);
+        kg_dmma_mma(o[2 * jd + 1], pa, vb[2], vb[3]);
+      }
+    }
+    __syncthreads();   /* the stage gets overwritten next */
+  }
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  __syncthreads();
+
+  /* merge the warps: per warp and head row, m, sum and o[D] at scr[(warp * 16 + row) * (D + 2)] */
+  float *scr = (float *)kg_smem;
+#pragma unroll
+  for (int r = 0; r < 2; r++) {
+    dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 1);
+    dsum[r] += __shfl_xor_sync(0xffffffffu, dsum[r], 2);
+    float *st = scr + (warp * 16 + gq + 8 * r) * (D + 2);
+    if (tq == 0) {
+      st[0] = m[r];
+      st[1] = dsum[r];
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+      st[2 + 8 * j + 2 * tq] = o[j][2 * r];
+      st[2 + 8 * j + 2 * tq + 1] = o[j][2 * r + 1];
+    }
+  }
+  __syncthreads();
+  for (int idx = tid; idx < G * D; idx += TC_NW * 32) {
+    const int hr = idx / D, f = idx % D;
+    float mxs = -INFINITY;
+    for (int wi = 0; wi < TC_NW; wi++) mxs = kg_dmma_max(mxs, scr[(wi * 16 + hr) * (D + 2)]);
+    float dd = 0.0f, acc = 0.0f;
+    if (mxs != -INFINITY) {
+      for (int wi = 0; wi < TC_NW; wi++) {
+        const float *st = scr + (wi * 16 + hr) * (D + 2);
+        if (st[0] == -INFINITY) continue;   /* a warp without tokens */
+        const float wt = kg_math_exp2(st[0] - mxs);
+        dd += wt * st[1];
+        acc += wt * st[2 + f];
+      }
+    }
+    const bool empty = dd == 0.0f;   /* NaN is not empty: it propagates */
+    const float inv = empty ? 0.0f : 1.0f / dd;
+    const float lse = empty ? -INFINITY : mxs + kg_math_log2(dd);
+    const int64_t h = h0 + hr;
+    if (NC == 1) {
+      ((kg_elem *)p.o)[b * p.o_sn + h * p.o_sh + f] = __float2bfloat16_rn(acc * inv);
+      if (p.lse && f == 0) p.lse[b * p.num_qo_heads + h] = lse;
+    } else {
+      const int64_t row = (b * NC + c) * p.num_qo_heads + h;
+      p.part_o[row * D + f] = acc * inv;
+      if (f == 0) p.part_lse[row] = lse;
+    }
+  }
+}
+
+
 extern "C" kg_status kg_attn_cuda_decode_bf16_hnd_d64(const kg_decode_job *job, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
-  const size_t smem = kg_attn_cuda_decode_bf16_hnd_d64_smem(job->rope.rotary_dim > 0);
-  cudaError_t e = cudaFuncSetAttribute(kg_attn_cuda_decode_bf16_hnd_d64_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  const int64_t groups = (job->group + GMAX - 1) / GMAX;
-  const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
-  if (blocks > 0) {
-    dim3 grid((unsigned)blocks), block(NT);
-    kg_attn_cuda_decode_bf16_hnd_d64_kernel<<<grid, block, smem, stream>>>(*job);
+  cudaError_t e;
+  if (job->rope.rotary_dim == 0 && job->group <= 16) {   /* the tensor-core kernel (no RoPE on the fly) */
+    e = cudaFuncSetAttribute(kg_attn_cuda_decode_bf16_hnd_d64_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)TC_SMEM);
+    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * job->num_chunks;
+    if (blocks > 0) {
+      dim3 grid((unsigned)blocks), block(TC_NW * 32);
+      kg_attn_cuda_decode_bf16_hnd_d64_mma_kernel<<<grid, block, (size_t)TC_SMEM, stream>>>(*job);
+    }
+  } else
+  {
+    const size_t smem = kg_attn_cuda_decode_bf16_hnd_d64_smem(job->rope.rotary_dim > 0);
+    e = cudaFuncSetAttribute(kg_attn_cuda_decode_bf16_hnd_d64_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+    const int64_t groups = (job->group + GMAX - 1) / GMAX;
+    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
+    if (blocks > 0) {
+      dim3 grid((unsigned)blocks), block(NT);
+      kg_attn_cuda_decode_bf16_hnd_d64_kernel<<<grid, block, smem, stream>>>(*job);
+    }
   }
   if (job->num_chunks > 1) {
     int64_t mb = (job->kv.batch * job->num_qo_heads * D + 255) / 256;

@@ -414,14 +414,17 @@ __global__ void __launch_bounds__(256, 1) kg_attn_cuda_decode_f16_nhd_d256_merge
 
 extern "C" kg_status kg_attn_cuda_decode_f16_nhd_d256(const kg_decode_job *job, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
-  const size_t smem = kg_attn_cuda_decode_f16_nhd_d256_smem(job->rope.rotary_dim > 0);
-  cudaError_t e = cudaFuncSetAttribute(kg_attn_cuda_decode_f16_nhd_d256_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  const int64_t groups = (job->group + GMAX - 1) / GMAX;
-  const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
-  if (blocks > 0) {
-    dim3 grid((unsigned)blocks), block(NT);
-    kg_attn_cuda_decode_f16_nhd_d256_kernel<<<grid, block, smem, stream>>>(*job);
+  cudaError_t e;
+  {
+    const size_t smem = kg_attn_cuda_decode_f16_nhd_d256_smem(job->rope.rotary_dim > 0);
+    e = cudaFuncSetAttribute(kg_attn_cuda_decode_f16_nhd_d256_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+    const int64_t groups = (job->group + GMAX - 1) / GMAX;
+    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
+    if (blocks > 0) {
+      dim3 grid((unsigned)blocks), block(NT);
+      kg_attn_cuda_decode_f16_nhd_d256_kernel<<<grid, block, smem, stream>>>(*job);
+    }
   }
   if (job->num_chunks > 1) {
     int64_t mb = (job->kv.batch * job->num_qo_heads * D + 255) / 256;

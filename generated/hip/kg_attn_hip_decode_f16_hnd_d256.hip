@@ -404,14 +404,17 @@ __global__ void __launch_bounds__(256) kg_attn_hip_decode_f16_hnd_d256_merge(con
 
 extern "C" kg_status kg_attn_hip_decode_f16_hnd_d256(const kg_decode_job *job, const kg_exec *exec) {
   hipStream_t stream = (hipStream_t)exec->stream;
-  const size_t smem = kg_attn_hip_decode_f16_hnd_d256_smem(job->rope.rotary_dim > 0);
-  hipError_t e = hipFuncSetAttribute((const void *)kg_attn_hip_decode_f16_hnd_d256_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-  if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
-  const int64_t groups = (job->group + GMAX - 1) / GMAX;
-  const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
-  if (blocks > 0) {
-    dim3 grid((unsigned)blocks), block(NT);
-    hipLaunchKernelGGL(kg_attn_hip_decode_f16_hnd_d256_kernel, grid, block, smem, stream, *job);
+  hipError_t e;
+  {
+    const size_t smem = kg_attn_hip_decode_f16_hnd_d256_smem(job->rope.rotary_dim > 0);
+    e = hipFuncSetAttribute((const void *)kg_attn_hip_decode_f16_hnd_d256_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != hipSuccess) { kg__set_backend_error(hipGetErrorString(e)); return KG_ERROR_BACKEND; }
+    const int64_t groups = (job->group + GMAX - 1) / GMAX;
+    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * groups * job->num_chunks;
+    if (blocks > 0) {
+      dim3 grid((unsigned)blocks), block(NT);
+      hipLaunchKernelGGL(kg_attn_hip_decode_f16_hnd_d256_kernel, grid, block, smem, stream, *job);
+    }
   }
   if (job->num_chunks > 1) {
     int64_t mb = (job->kv.batch * job->num_qo_heads * D + 255) / 256;

@@ -17,7 +17,10 @@
 **     error of tanh, per backend), giving a bound ds on every base-2 logit;
 **   - weights 2^(s - m) then move by at most 2 ln2 ds relatively, so an output
 **     feature moves by (4 ln2 ds + 2^-18) sum_t w_t |v_t| (2^-18 covers the f32
-**     sums and the split-KV merge), plus the final rounding u |o|.
+**     sums and the split-KV merge), plus the final rounding u |o|;
+**   - eps_w: relative rounding of each weight before the p.v product (0 when
+**     the kernel keeps them in f32; the element type's unit on tensor cores)
+**     adds eps_w sum_t w_t |v_t|.
 **   - lse: 1.5 ds + 2^-19 (1 + |lse| + |m| + log2 d).
 ** The bound is per element; NaN never passes (every check is !(err <= tol)).
 */
@@ -139,6 +142,7 @@ typedef struct ar_attn_opts {
   double q_pos;
   double eps_tanh;      /* absolute error bound of the backend's tanh */
   kg_dtype out;         /* output element type (rounding of o) */
+  double eps_w;         /* relative rounding of the weights before p.v (0: f32) */
 } ar_attn_opts;
 
 /* o[D], lse of q against tokens i < n (K, V rows of D doubles, token i at
@@ -186,7 +190,8 @@ static inline void ar_attend(const ar_attn_opts *op, const double *q, const doub
       tol[i] += w * fabs(V[t * D + i]);
     }
   }
-  for (int i = 0; i < D; i++) tol[i] = ar_unit(op->out) * fabs(o[i]) + (4.0 * ln2 * ds + ldexp(1.0, -18)) * tol[i] + 1e-30;
+  for (int i = 0; i < D; i++)
+    tol[i] = ar_unit(op->out) * fabs(o[i]) + (4.0 * ln2 * ds + ldexp(1.0, -18) + op->eps_w) * tol[i] + 1e-30;
   *lse = m + log2(d);
   /* |m| and log2(d) may cancel in lse: the bound scales with both terms */
   *lse_tol = 1.5 * ds + ldexp(1.0, -19) * (1.0 + fabs(*lse) + fabs(m) + log2(d));

@@ -168,7 +168,7 @@ static long run_case(const dcase *c, uint64_t seed) {
         const int h = hk * G + g;
         for (int f = 0; f < D; f++) qd[f] = ar_get(q, c->t, b * q_sn + h * q_sh + f);
         ar_attn_opts op = { D, sm, c->cap, c->rope ? (c->rd ? c->rd : D) : 0, c->interleave, freq,
-                            c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -22), c->t };
+                            c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -22), c->t, 0.0 };
         ar_attend(&op, qd, K, V, L - w0, w0, ro, &rl, tol, &rlt);
         for (int f = 0; f < D; f++) {
           const double got = ar_get(o, c->t, b * o_sn + h * o_sh + f), err = fabs(got - ro[f]);

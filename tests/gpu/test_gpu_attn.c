@@ -586,8 +586,10 @@ static void decode_case(const avar *v, const dcase *c, uint64_t seed) {
         for (int g = 0; g < G; g++) {
           const int h = hk * G + g;
           for (int f = 0; f < D; f++) qd[f] = ar_get(q, t, b * q_sn + h * q_sh + f);
+          /* kg.h: CUDA's tensor-core decode (head_dim <= 128, group <= 16, no RoPE) rounds the weights */
+          const double eps_w = !c->rope && G <= 16 && D <= 128 ? ar_unit(t) : 0.0;
           ar_attn_opts op = { D, 1.0 / sqrt((double)D), c->cap, c->rope ? (c->rd ? c->rd : D) : 0, c->interleave, freq,
-                              c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -20), t };
+                              c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -20), t, eps_w };
           ar_attend(&op, qd, K, V, L - w0, w0, ro, &rl, tol, &rlt);
           for (int f = 0; f < D; f++) {
             const double got = ar_get(o, t, b * o_sn + h * o_sh + f);
