@@ -458,35 +458,26 @@ static __device__ __forceinline__ float kg_dmma_max(float a, float b) { return a
 /* element offset of (token row r, 16-byte chunk kc) inside a K or V stage */
 static __device__ __forceinline__ int kg_dmma_at(int r, int kc) { return (r * TC_CHK + (kc ^ (r & 7))) * 8; }
 
-/* Thread tid copies chunk tid % TC_CHK of rows tid / TC_CHK + j * (TC_NW * 32 / TC_CHK) of a tile.
-** Element offsets (feature 0) of those rows' tokens in the tile at t0: -1 past end (zeros
-** are copied); a bad page id reads page 0. Computed a tile ahead: the page-table loads
-** overlap the MMAs. */
-[[maybe_unused]] static __device__ __forceinline__ void kg_attn_cuda_decode_bf16_nhd_d128_mma_offsets(const kg_decode_job &p, int64_t pbase, int64_t hk, int64_t t0, int64_t end, int tid,
-                                   int64_t (&off)[TC_ITEMS]) {
-#pragma unroll
-  for (int j = 0; j < TC_ITEMS; j++) {
-    const int64_t t = t0 + tid / TC_CHK + j * (TC_NW * 32 / TC_CHK);
-    int64_t o = -1;
-    if (t < end) {
-      o = kg_attn_slot(&p.kv, pbase, t, hk);
-      if (o < 0) o = hk * p.kv.stride_h;
-    }
-    off[j] = o;
-  }
-}
-
-[[maybe_unused]] static __device__ __forceinline__ void kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(const kg_decode_job &p, kg_elem *ks, kg_elem *vs, int st, int tid,
-                                 const int64_t (&off)[TC_ITEMS]) {
+/* Copies of the tile starting at token t0 into stage `st`: thread tid takes chunk
+** tid % TC_CHK of rows tid / TC_CHK + j * (TC_NW * 32 / TC_CHK). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(const kg_decode_job &p, kg_elem *ks, kg_elem *vs, int st, int64_t pbase, int64_t hk,
+                                 int64_t t0, int64_t end, int tid) {
   const kg_elem *kc = (const kg_elem *)p.kv.k, *vc = (const kg_elem *)p.kv.v;
   const int ch = tid % TC_CHK;
 #pragma unroll
   for (int j = 0; j < TC_ITEMS; j++) {
     const int r = tid / TC_CHK + j * (TC_NW * 32 / TC_CHK);
-    const int64_t o = off[j] >= 0 ? off[j] : 0;
+    const int64_t t = t0 + r;
+    int64_t o = hk * p.kv.stride_h;   /* dead or bad page: read page 0, bytes 0 or as kg_attn_slot says */
+    int bytes = 0;
+    if (t < end) {
+      const int64_t s = kg_attn_slot(&p.kv, pbase, t, hk);
+      if (s >= 0) o = s;
+      bytes = 16;
+    }
     const int so = (st * TC_TT) * D + kg_dmma_at(r, ch);
-    kg_dmma_cp16(ks + so, kc + o + ch * 8, off[j] >= 0 ? 16 : 0);
-    kg_dmma_cp16(vs + so, vc + o + ch * 8, off[j] >= 0 ? 16 : 0);
+    kg_dmma_cp16(ks + so, kc + o + ch * 8, bytes);
+    kg_dmma_cp16(vs + so, vc + o + ch * 8, bytes);
   }
 }
 
@@ -533,21 +524,13 @@ __global__ void __launch_bounds__(TC_NW * 32, 2) kg_attn_cuda_decode_bf16_nhd_d1
   float m[2] = { -INFINITY, -INFINITY }, dsum[2] = { 0.0f, 0.0f };   /* rows gq, gq + 8: running max, this lane's sum */
 
   const int64_t ntiles = end > start ? (end - start + TC_TT - 1) / TC_TT : 0;
-  int64_t off[TC_ITEMS];
   for (int st = 0; st < TC_ST - 1; st++) {
-    if (st < ntiles) {
-      kg_attn_cuda_decode_bf16_nhd_d128_mma_offsets(p, pbase, hk, start + (int64_t)st * TC_TT, end, tid, off);
-      kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(p, ks, vs, st, tid, off);
-    }
+    if (st < ntiles) kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(p, ks, vs, st, pbase, hk, start + (int64_t)st * TC_TT, end, tid);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
-  if (TC_ST - 1 < ntiles) kg_attn_cuda_decode_bf16_nhd_d128_mma_offsets(p, pbase, hk, start + (int64_t)(TC_ST - 1) * TC_TT, end, tid, off);
   for (int64_t it = 0; it < ntiles; it++) {
     const int64_t nt = it + TC_ST - 1;
-    if (nt < ntiles) {
-      kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(p, ks, vs, (int)(nt % TC_ST), tid, off);
-      if (nt + 1 < ntiles) kg_attn_cuda_decode_bf16_nhd_d128_mma_offsets(p, pbase, hk, start + (nt + 1) * TC_TT, end, tid, off);
-    }
+    if (nt < ntiles) kg_attn_cuda_decode_bf16_nhd_d128_mma_issue(p, ks, vs, (int)(nt % TC_ST), pbase, hk, start + nt * TC_TT, end, tid);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     asm volatile("cp.async.wait_group 2;\n" ::: "memory");
     __syncthreads();
