@@ -128,7 +128,7 @@ function F.decode_geometry(v)
   -- groups of <= 16 heads without RoPE on the fly, TC_NW warps of 16 tokens per
   -- tile, TC_ST stages, TC_BPS blocks per SM; the planner assumes its geometry.
   if v.backend == "cuda" and D <= 128 then
-    g.TC, g.TC_NW, g.TC_ST, g.TC_BPS = true, 4, 3, 2
+    g.TC, g.TC_NW, g.TC_ST, g.TC_BPS = true, 4, 2, 3
   end
   return g
 end

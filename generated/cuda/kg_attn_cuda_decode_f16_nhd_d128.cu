@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(256, 1) kg_attn_cuda_decode_f16_nhd_d128_merge
 
 /* Tensor-core decode: block = (request, kv head, chunk) with the kv head's group
 ** (<= 16 q heads) as the 16 rows of mma.sync m16n8k16 (f16, f32 accumulation).
-** - K/V tiles of TC_TT = 4 x 16 tokens stream through 3 shared-memory stages by
+** - K/V tiles of TC_TT = 4 x 16 tokens stream through 2 shared-memory stages by
 **   16-byte cp.async (tokens past the chunk are zero-filled: their probabilities
 **   are 0 and 0 x stale data could be NaN); a token row's 16-byte chunk kc is
 **   stored at kc ^ (row % 8), so ldmatrix reads 8 rows without bank conflicts.
@@ -425,7 +425,7 @@ __global__ void __launch_bounds__(256, 1) kg_attn_cuda_decode_f16_nhd_d128_merge
 **   (the S accumulator layout is the A layout) and V as B by ldmatrix.trans.
 ** - The warps' states merge through shared memory; one chunk: o and lse go out,
 **   several: the normalized states go to the workspace (merged by _merge). */
-enum { TC_NW = 4, TC_TT = TC_NW * 16, TC_ST = 3, TC_CHK = D / 8,
+enum { TC_NW = 4, TC_TT = TC_NW * 16, TC_ST = 2, TC_CHK = D / 8,
        TC_ITEMS = TC_TT * TC_CHK / (TC_NW * 32) };   /* 16-byte copies per thread per tile, K and V each */
 enum { TC_SMEM = TC_ST * TC_TT * D * 2 * (int)sizeof(kg_elem) };
 
@@ -481,7 +481,7 @@ static __device__ __forceinline__ int kg_dmma_at(int r, int kc) { return (r * TC
   }
 }
 
-__global__ void __launch_bounds__(TC_NW * 32, 2) kg_attn_cuda_decode_f16_nhd_d128_mma_kernel(const __grid_constant__ kg_decode_job p) {
+__global__ void __launch_bounds__(TC_NW * 32, 3) kg_attn_cuda_decode_f16_nhd_d128_mma_kernel(const __grid_constant__ kg_decode_job p) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
   kg_elem *ks = (kg_elem *)kg_smem;
   kg_elem *vs = ks + TC_ST * TC_TT * D;
@@ -532,7 +532,7 @@ __global__ void __launch_bounds__(TC_NW * 32, 2) kg_attn_cuda_decode_f16_nhd_d12
     const int64_t nt = it + TC_ST - 1;
     if (nt < ntiles) kg_attn_cuda_decode_f16_nhd_d128_mma_issue(p, ks, vs, (int)(nt % TC_ST), pbase, hk, start + nt * TC_TT, end, tid);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
-    asm volatile("cp.async.wait_group 2;\n" ::: "memory");
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");
     __syncthreads();
     const kg_elem *kt = ks + (int)(it % TC_ST) * TC_TT * D, *vt = vs + (int)(it % TC_ST) * TC_TT * D;
     const int64_t t0 = start + it * TC_TT;

@@ -229,7 +229,18 @@ typedef struct kg__attn_call {
 
 /* ---- split-KV planner -------------------------------------------------------------- */
 
-enum { KG__MIN_CHUNK = 256 };
+enum { KG__MIN_CHUNK = 256, KG__MAX_WAVE_SPLIT = 4 };
+
+/* Chunk size for cutting max_len tokens into about n chunks (a multiple of tile,
+** at least KG__MIN_CHUNK). */
+static int64_t kg__chunk_for(int64_t max_len, int64_t n, int64_t tile) {
+  int64_t cs = (max_len + n - 1) / n;
+  if (cs < KG__MIN_CHUNK) cs = KG__MIN_CHUNK;
+  return (cs + tile - 1) / tile * tile;
+}
+
+/* Share of the slots busy over the waves that b blocks take. */
+static double kg__wave_fill(int64_t b, int64_t slots) { return (double)b / (double)(((b + slots - 1) / slots) * slots); }
 
 void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t blocks_per_sm, int64_t tile,
                       int64_t *chunk, int64_t *chunks) {
@@ -238,10 +249,22 @@ void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t
   if (tile < 1) tile = 16;
   if (max_len < 1) { *chunk = 1; *chunks = 1; return; }
   const int64_t slots = (sm_count > 0 ? sm_count : 1) * blocks_per_sm;
-  const int64_t target = blocks >= slots ? 1 : slots / blocks;
-  int64_t cs = (max_len + target - 1) / target;
-  if (cs < KG__MIN_CHUNK) cs = KG__MIN_CHUNK;
-  cs = (cs + tile - 1) / tile * tile;
+  int64_t cs;
+  if (blocks < slots) {
+    cs = kg__chunk_for(max_len, slots / blocks, tile);   /* at most one wave */
+  } else {
+    /* Several waves already: cut into up to KG__MAX_WAVE_SPLIT chunks only when that
+    ** fills the last wave better by 5 points of the slots (512 blocks on 396 slots:
+    ** 65% busy; 3 chunks each: 97%). */
+    cs = max_len;
+    double best = kg__wave_fill(blocks, slots);
+    for (int64_t n = 2; n <= KG__MAX_WAVE_SPLIT; n++) {
+      const int64_t c = kg__chunk_for(max_len, n, tile), nc = (max_len + c - 1) / c;
+      if (nc != n) continue;   /* chunks too short to make n of them */
+      const double fill = kg__wave_fill(blocks * n, slots);
+      if (fill > best + 0.05) { best = fill; cs = c; }
+    }
+  }
   int64_t nc = (max_len + cs - 1) / cs;
   if (nc <= 1) { nc = 1; cs = max_len; }
   *chunk = cs;
@@ -257,8 +280,9 @@ static int kg__sm_count(kg_backend b) {
 ** Forced: chunks of forced_chunk tokens. C backend or unknown length: one
 ** chunk. GPU: the (request, kv head, group tile) blocks fill sm *
 ** blocks_per_sm slots; when they do not, each request is cut into at most
-** slots / blocks chunks (one wave), each at least KG__MIN_CHUNK tokens and a
-** multiple of the variant's tile. */
+** slots / blocks chunks (one wave); when they take several waves, into up to
+** KG__MAX_WAVE_SPLIT chunks if that fills the last wave better. Chunks are
+** at least KG__MIN_CHUNK tokens and a multiple of the variant's tile. */
 static void kg__plan(const kg_variant *v, const kg__attn_key *k, kg_backend backend, kg_decode_plan_info *out) {
   const int64_t gt = v->tile_m > 0 ? v->tile_m : 16;
   const int64_t groups = (k->group + gt - 1) / gt;

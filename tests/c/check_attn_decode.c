@@ -353,11 +353,24 @@ START_TEST(test_planner) {
   ck_assert_msg(nc == 2 && cs == 256, "(1, 300): %lld chunks of %lld", (long long)nc, (long long)cs);
   kg__decode_split(1, 200, 132, 4, 16, &cs, &nc);
   ck_assert_msg(nc == 1 && cs == 200, "(1, 200): %lld chunks", (long long)nc);
-  for (int64_t blocks = 1; blocks < 700; blocks += 37)
+  /* the tensor-core d=128 CUDA variant: 3 blocks per SM (396 slots), 64-token tiles */
+  kg__decode_split(1 * 8, 32768, 132, 3, 64, &cs, &nc);
+  ck_assert_msg(nc == 47 && cs == 704, "tc (1, 32768): %lld chunks of %lld", (long long)nc, (long long)cs);
+  kg__decode_split(16 * 8, 4096, 132, 3, 64, &cs, &nc);
+  ck_assert_msg(nc == 3 && cs == 1408, "tc (16, 4096): %lld chunks of %lld", (long long)nc, (long long)cs);
+  /* several waves: 512 blocks fill 65% of 2 waves of 396 slots, 3 chunks each 97% of 4 */
+  kg__decode_split(64 * 8, 4096, 132, 3, 64, &cs, &nc);
+  ck_assert_msg(nc == 3 && cs == 1408, "tc (64, 4096): %lld chunks of %lld", (long long)nc, (long long)cs);
+  kg__decode_split(128 * 8, 2048, 132, 3, 64, &cs, &nc);
+  ck_assert_msg(nc == 3 && cs == 704, "tc (128, 2048): %lld chunks of %lld", (long long)nc, (long long)cs);
+  /* 1024 blocks already fill 97% of 2 waves of 528: no split */
+  kg__decode_split(1024, 2048, 132, 4, 16, &cs, &nc);
+  ck_assert_msg(nc == 1, "(1024 blocks, 2048): %lld chunks", (long long)nc);
+  for (int64_t blocks = 1; blocks < 1400; blocks += 37)
     for (int64_t L = 1; L < 70000; L = L * 3 + 1) {
       kg__decode_split(blocks, L, 132, 4, 16, &cs, &nc);
       ck_assert(nc >= 1 && cs >= 1 && (nc - 1) * cs < L && nc * cs >= L);
-      ck_assert(nc == 1 || blocks * nc <= 528);
+      ck_assert(nc == 1 || (blocks < 528 ? blocks * nc <= 528 : nc <= 4));
       ck_assert(nc == 1 || (cs % 16 == 0 && cs >= 256));
     }
   /* the C planner */
