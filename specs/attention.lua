@@ -47,3 +47,15 @@ attention {
   head_dim = { 64, 128, 256 },
   kv_layout = { "nhd", "hnd" },
 }
+
+-- The HIP matrix-core decode (its launcher's path without RoPE) on the C
+-- dialect's emulated wavefront: the Check suites run it by name (never chosen
+-- by dispatch), which tests that code without an AMD GPU.
+attention {
+  backend = "c",
+  op = "decode",
+  kernel = "wave",
+  dtype = { "f16", "bf16" },
+  head_dim = { 64, 128, 256 },
+  kv_layout = { "nhd", "hnd" },
+}

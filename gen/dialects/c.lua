@@ -8,7 +8,7 @@ local function expr(x) return type(x) == "number" and fmt.int(x) or x end
 
 -- C type and array suffix of one lane's value of each wave register kind.
 local WAVE_KIND = { f32 = { "float", "" }, u32 = { "uint32_t", "" }, u32x2 = { "uint32_t", "[2]" },
-                    b16x4 = { "uint16_t", "[4]" }, f32x4 = { "float", "[4]" } }
+                    i64 = { "int64_t", "" }, b16x4 = { "uint16_t", "[4]" }, f32x4 = { "float", "[4]" } }
 
 return {
   name = "c",
@@ -99,6 +99,10 @@ return {
     mfma = function(dtype, dst, a, b, c)
       assert(dtype == "f16" or dtype == "bf16", "MFMA 16x16x16 takes f16 or bf16")
       return string.format("kg_wave_mfma_%s(%s, %s, %s, %s);", dtype, dst, a, b, c)
+    end,
+    -- the 16-bit pattern of f32 x rounded to dtype (f16 or bf16), nearest even
+    to16 = function(dtype, x)
+      return string.format(({ f16 = "kg_f32_to_f16(%s)", bf16 = "kg_f32_to_bf16(%s)" })[dtype], x)
     end,
     -- the hardware's register layouts (the same expressions as the HIP table's)
     a_rc = function(t, i)

@@ -243,7 +243,7 @@ return {
   -- there, r(x) is this lane's value of wave register x); wave-wide operations
   -- (shfl_xor, mfma) are statements between regions, which every lane of the
   -- wave reaches together. Regions hold no collective operation and no return.
-  -- Register kinds: f32, u32 (one value per lane), u32x2 (two 32-bit
+  -- Register kinds: f32, u32, i64 (one value per lane), u32x2 (two 32-bit
   -- registers), b16x4 (four 16-bit patterns: an MFMA A or B operand), f32x4
   -- (an MFMA C/D operand). Elements of the x2/x4 kinds are r(x)[i].
   wave = {
@@ -256,14 +256,14 @@ return {
     r = function(x) return x end,
     -- declaration of wave register x (no ';'); parameter declaration (by reference)
     reg = function(kind, x)
-      local t = ({ f32 = "float %s", u32 = "uint32_t %s", u32x2 = "uint32_t %s[2]", b16x4 = "kg_wave_b16x4 %s",
-                   f32x4 = "kg_wave_f32x4 %s" })[kind]
+      local t = ({ f32 = "float %s", u32 = "uint32_t %s", u32x2 = "uint32_t %s[2]", i64 = "int64_t %s",
+                   b16x4 = "kg_wave_b16x4 %s", f32x4 = "kg_wave_f32x4 %s" })[kind]
       assert(t, "unknown wave register kind " .. tostring(kind))
       return string.format(t, x)
     end,
     param = function(kind, x)
-      local t = ({ f32 = "float &%s", u32 = "uint32_t &%s", u32x2 = "uint32_t (&%s)[2]", b16x4 = "kg_wave_b16x4 &%s",
-                   f32x4 = "kg_wave_f32x4 &%s" })[kind]
+      local t = ({ f32 = "float &%s", u32 = "uint32_t &%s", u32x2 = "uint32_t (&%s)[2]", i64 = "int64_t &%s",
+                   b16x4 = "kg_wave_b16x4 &%s", f32x4 = "kg_wave_f32x4 &%s" })[kind]
       assert(t, "unknown wave register kind " .. tostring(kind))
       return string.format(t, x)
     end,
@@ -276,6 +276,10 @@ return {
     mfma = function(dtype, dst, a, b, c)
       assert(dtype == "f16" or dtype == "bf16", "MFMA 16x16x16 takes f16 or bf16")
       return string.format("%s = kg_wave_mfma_%s(%s, %s, %s);", dst, dtype, a, b, c)
+    end,
+    -- the 16-bit pattern of f32 x rounded to dtype (f16 or bf16), nearest even
+    to16 = function(dtype, x)
+      return string.format(({ f16 = "__half_as_ushort(__float2half_rn(%s))", bf16 = "hip_bfloat16(%s).data" })[dtype], x)
     end,
     -- Register layouts of MFMA 16x16x16 (row, column expressions of lane t's
     -- element i): A[t%16][4(t/16)+i], B[4(t/16)+i][t%16], C/D[4(t/16)+i][t%16].

@@ -11,18 +11,22 @@
 -- Kernels: loop (C backend: plain loops, also the reference path) and simt
 -- (CUDA, HIP: CUDA-core / VALU kernels; decode streams K/V through shared
 -- memory with 16-byte copies, one block per (request, kv head, chunk) covering
--- the GQA group).
+-- the GQA group; without RoPE its launcher runs the matrix-core decode: CUDA
+-- attn/decode_mma.kgt, HIP attn/decode_wave_core.kgt). wave (C backend,
+-- decode only): the HIP wave decode on the C dialect's emulated wavefront,
+-- which tests it; ranked last, so only a forced kg_exec.variant runs it.
 local fmt = require("lib.fmt")
 
 local F = { name = "attention" }
 
 local KERNEL_OF = { c = "loop", cuda = "simt", hip = "simt" }
+local WAVE_OK = { c = true }   -- backends with a "wave" decode variant
 local LAYOUT_OPS = { append = true, decode = true }
 
 F.axes = {
   { name = "backend", values = { "c", "cuda", "hip" } },
   { name = "op", values = { "math", "rope", "append", "decode", "merge" } },
-  { name = "kernel", values = { "loop", "simt" }, default = function(v) return KERNEL_OF[v.backend] end },
+  { name = "kernel", values = { "loop", "simt", "wave" }, default = function(v) return KERNEL_OF[v.backend] end },
   -- element type of q, k, v, o (math: f32 only)
   { name = "dtype", values = { "f32", "f16", "bf16" }, default = function(v) if v.op == "math" then return "f32" end end },
   -- decode: the head dim it is compiled for; the other ops take any at run time
@@ -35,12 +39,20 @@ F.axes = {
 
 -- Template files the family renders (tests stub them).
 F.templates = { "attn/math.kgt", "attn/rope.kgt", "attn/append.kgt", "attn/decode_loop.kgt", "attn/decode_simt.kgt",
-                "attn/merge.kgt" }
+                "attn/decode_wave.kgt", "attn/merge.kgt" }
 
 function F.legal(v)
-  if v.kernel ~= KERNEL_OF[v.backend] then
+  if v.kernel == "wave" and WAVE_OK[v.backend] then
+    if v.op ~= "decode" then
+      return string.format("the wave kernel is a decode kernel; allowed for op '%s': kernel = %s", v.op,
+        KERNEL_OF[v.backend]), "kernel"
+    end
+    if v.dtype ~= "f16" and v.dtype ~= "bf16" then
+      return "the wave decode multiplies 16-bit K/V on the matrix cores; allowed: dtype = f16, bf16", "dtype"
+    end
+  elseif v.kernel ~= KERNEL_OF[v.backend] then
     return string.format("kernel '%s' does not exist on backend '%s'; allowed: %s", v.kernel, v.backend,
-      KERNEL_OF[v.backend]), "kernel"
+      KERNEL_OF[v.backend] .. (WAVE_OK[v.backend] and ", wave" or "")), "kernel"
   end
   if v.dtype == nil then
     return string.format("%s needs axis 'dtype'; allowed: f32, f16, bf16", v.op), "dtype"
@@ -73,6 +85,7 @@ end
 -- follows from the backend, math has one dtype.
 function F.name_of(v)
   local parts = { "kg_attn", v.backend, v.op }
+  if v.kernel == "wave" then parts[#parts + 1] = "wave" end
   if v.op ~= "math" then parts[#parts + 1] = v.dtype end
   if v.kv_layout ~= "none" then parts[#parts + 1] = v.kv_layout end
   if v.head_dim ~= "any" then parts[#parts + 1] = "d" .. fmt.int(v.head_dim) end
@@ -84,8 +97,9 @@ function F.template(v)
   return "attn/" .. v.op .. ".kgt"
 end
 
--- One variant per (op, backend, dtype, layout, head dim): no ranking needed.
-function F.rank() return 0 end
+-- One default variant per (op, backend, dtype, layout, head dim); the wave
+-- decode of the C backend comes after it (forced only).
+function F.rank(v) return v.kernel == "wave" and 1 or 0 end
 
 local OP_ENUM = { math = "KG_OP_MATH", rope = "KG_OP_ROPE", append = "KG_OP_PAGED_KV_APPEND",
                   decode = "KG_OP_DECODE_BATCH", merge = "KG_OP_MERGE_STATES" }
@@ -100,7 +114,8 @@ F.OP_ENUM, F.LAYOUT_ENUM = OP_ENUM, LAYOUT_ENUM
 -- Entries of one (op, backend, dtype) key are contiguous.
 function F.sort_key(v)
   local hd = v.head_dim == "any" and 0 or v.head_dim
-  return string.format("%s|%s|%s|%s|%s|%04d|%s", v.family, v.op, v.backend, v.dtype, v.kv_layout, hd, v.name)
+  return string.format("%s|%s|%s|%s|%s|%04d|%d|%s", v.family, v.op, v.backend, v.dtype, v.kv_layout, hd, F.rank(v),
+    v.name)
 end
 
 -- Decode geometry (GPU): 16-byte vectors of 8 elements, CH vectors per row;
@@ -115,7 +130,7 @@ local HPT = 4
 function F.decode_geometry(v)
   local D = v.head_dim
   if v.backend == "c" then
-    return { D = D, GMAX = 16, T = 16, STAGES = 1, NT = 1, BLOCKS_PER_SM = 1 }
+    return { D = D, GMAX = 16, T = 16, STAGES = 1, NT = 1, BLOCKS_PER_SM = 1, WAVE = v.kernel == "wave" }
   end
   local CH = math.floor(D / 8)
   local NT = D == 256 and 256 or 128
@@ -130,6 +145,9 @@ function F.decode_geometry(v)
   if v.backend == "cuda" and D <= 128 then
     g.TC, g.TC_NW, g.TC_ST, g.TC_BPS = true, 4, 2, 3
   end
+  -- HIP: without RoPE on the fly the launcher runs the wave64 matrix-core decode
+  -- (attn/decode_wave_core.kgt), one wavefront per 16-head group tile
+  g.WAVE_DECODE = v.backend == "hip"
   return g
 end
 
@@ -148,6 +166,7 @@ function F.descriptor(v, d)
     fields[#fields + 1] = ".tile_n = " .. fmt.int(g.TC and g.TC_NW * 16 or g.T)
     fields[#fields + 1] = ".stages = " .. fmt.int(g.TC and g.TC_ST or g.STAGES)
     fields[#fields + 1] = ".blocks_per_sm = " .. fmt.int(g.TC and g.TC_BPS or g.BLOCKS_PER_SM)
+    fields[#fields + 1] = ".rope = " .. (g.WAVE and "0" or "1")
   end
   fields[#fields + 1] = "." .. LAUNCH_FIELD[v.op] .. " = " .. v.name
   return fields

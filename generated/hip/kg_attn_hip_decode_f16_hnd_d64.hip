@@ -402,9 +402,211 @@ __global__ void __launch_bounds__(256) kg_attn_hip_decode_f16_hnd_d64_merge(cons
   }
 }
 
+/* Wave64 vocabulary: registers of one lane, MFMA 16x16x16 on the matrix cores. */
+typedef unsigned short kg_wave_b16x4 __attribute__((ext_vector_type(4)));  /* 4 x 16-bit patterns */
+typedef float kg_wave_f32x4 __attribute__((ext_vector_type(4)));
+typedef _Float16 kg_wave_f16x4_ __attribute__((ext_vector_type(4)));
+typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
+[[maybe_unused]] static __device__ __forceinline__ kg_wave_f32x4 kg_wave_mfma_f16(kg_wave_b16x4 a, kg_wave_b16x4 b, kg_wave_f32x4 c) {
+  return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(kg_wave_f16x4_, a), __builtin_bit_cast(kg_wave_f16x4_, b), c, 0, 0, 0);
+}
+[[maybe_unused]] static __device__ __forceinline__ kg_wave_f32x4 kg_wave_mfma_bf16(kg_wave_b16x4 a, kg_wave_b16x4 b, kg_wave_f32x4 c) {
+  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(kg_wave_i16x4_, a), __builtin_bit_cast(kg_wave_i16x4_, b), c, 0, 0, 0);
+}
+/* ---- Decode on one wavefront (MFMA 16x16x16, f16 -> f32) ------------------------------
+** Tokens go 16 at a time. S^T = K.Q^T: A = the tile's K (lane t: token t%16,
+** features 16s + 4(t/16) .. + 3), B = Q^T (the group tile's 16 heads, zero past
+** the group), so lane t's accumulator holds the logits of head t%16 for tokens
+** 4(t/16) + i. A head's max over the tile: the lane's 4, then xor shuffles 16 and
+** 32; its state (m, lane's share of the sum) is rescaled by 2^(m_old - m_new)
+** only when the max grows (NaN sticks). The weights 2^(s - m), rounded to f16,
+** are already the B operand of O^T += V^T.P^T (B[4(t/16)+i][t%16] = P[t%16][4(t/16)+i]),
+** whose accumulator holds head t%16 too: every rescale is lane-local. V^T's A
+** fragment (lane t: feature 16j + t%16 of tokens 4(t/16) + i) comes from the
+** cache directly. At the end the 4 lanes of a head add their sums; one chunk:
+** o / d and lse = m + log2 d, several: the normalized state to the workspace. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_attn_hip_decode_f16_hnd_d64_wave_block(const kg_decode_job *p, int64_t bid) {
+  const int64_t Hk = p->kv.num_kv_heads, G = p->group, HG = (G + 15) / 16, NC = p->num_chunks;
+  const int64_t c = bid % NC;
+  bid /= NC;
+  const int64_t hg = bid % HG;
+  bid /= HG;
+  const int64_t hk = bid % Hk, b = bid / Hk;
+  const int64_t h0 = hk * G + hg * 16;                        /* the tile's first q head */
+  const int hn = (int)(G - hg * 16 < 16 ? G - hg * 16 : 16);  /* its heads */
+  const int64_t len = kg_attn_seq_len(&p->kv, b);
+  const int64_t pbase = p->kv.indices ? (int64_t)p->kv.indptr[b] : 0;
+  int64_t w0 = 0;
+  if (p->window_left >= 0 && len - 1 - p->window_left > 0) w0 = len - 1 - p->window_left;
+  const int64_t start = w0 + c * p->chunk_size;
+  int64_t end = start + p->chunk_size;
+  if (c == NC - 1 || end > len) end = len;
+  const uint16_t *kc = (const uint16_t *)p->kv.k, *vc = (const uint16_t *)p->kv.v, *qv = (const uint16_t *)p->q;
+
+  kg_wave_b16x4 qb[D / 16];   /* Q^T, one B fragment per 16 features */
+  kg_wave_f32x4 ot[D / 16];   /* O^T, one accumulator per 16 features */
+  kg_wave_b16x4 ka;
+  kg_wave_b16x4 va;
+  kg_wave_b16x4 pb;
+  kg_wave_f32x4 st;
+  float m;
+  float dsum;
+  float mx;
+  float tmp;
+  int64_t koff;           /* cache offset of the lane's K row: token t%16 (-1: none) */
+  int64_t voff0;      /* ... of its V rows: token 4(t/16) + 0 */
+  int64_t voff1;      /* ... of its V rows: token 4(t/16) + 1 */
+  int64_t voff2;      /* ... of its V rows: token 4(t/16) + 2 */
+  int64_t voff3;      /* ... of its V rows: token 4(t/16) + 3 */
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int h = lane & 15;
+    for (int s = 0; s < D / 16; s++)
+      for (int i = 0; i < 4; i++)
+        qb[s][i] = h < hn ? qv[b * p->q_sn + (h0 + h) * p->q_sh + 16 * s + 4 * (lane >> 4) + i] : (uint16_t)0;
+    for (int s = 0; s < D / 16; s++)
+      for (int i = 0; i < 4; i++) ot[s][i] = 0.0f;
+    m = -INFINITY;
+    dsum = 0.0f;
+  }
+  for (int64_t t0 = start; t0 < end; t0 += 16) {
+    const int tl = (int)(end - t0 < 16 ? end - t0 : 16);   /* live tokens of the tile */
+    { [[maybe_unused]] const int lane = (int)__lane_id();
+      /* a bad page id reads page 0, as the other kernels */
+      const int tk = lane & 15;
+      int64_t o = -1;
+      if (tk < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + tk, hk);
+        if (o < 0) o = hk * p->kv.stride_h;
+      }
+      koff = o;
+      o = -1;
+      if (4 * (lane >> 4) + 0 < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 0, hk);
+        if (o < 0) o = hk * p->kv.stride_h;
+      }
+      voff0 = o;
+      o = -1;
+      if (4 * (lane >> 4) + 1 < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 1, hk);
+        if (o < 0) o = hk * p->kv.stride_h;
+      }
+      voff1 = o;
+      o = -1;
+      if (4 * (lane >> 4) + 2 < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 2, hk);
+        if (o < 0) o = hk * p->kv.stride_h;
+      }
+      voff2 = o;
+      o = -1;
+      if (4 * (lane >> 4) + 3 < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 3, hk);
+        if (o < 0) o = hk * p->kv.stride_h;
+      }
+      voff3 = o;
+      for (int i = 0; i < 4; i++) st[i] = 0.0f;
+    }
+    for (int s = 0; s < D / 16; s++) {
+      { [[maybe_unused]] const int lane = (int)__lane_id();
+        for (int i = 0; i < 4; i++)
+          ka[i] = koff >= 0 ? kc[koff + 16 * s + 4 * (lane >> 4) + i] : (uint16_t)0;
+      }
+      st = kg_wave_mfma_f16(ka, qb[s], st);
+    }
+    /* logits (base 2), -inf past the tile; the head's tile max */
+    { [[maybe_unused]] const int lane = (int)__lane_id();
+      mx = -INFINITY;
+      for (int i = 0; i < 4; i++) {
+        const float y = st[i];
+        const float l = p->soft_cap ? p->soft_cap_log2 * kg_math_tanh(y * p->logit_scale) : y * p->logit_scale;
+        const float x = 4 * (lane >> 4) + i < tl ? l : -INFINITY;
+        st[i] = x;
+        if (x > mx || x != x) mx = x;
+      }
+    }
+    tmp = __shfl_xor(mx, 16, 64);
+    { [[maybe_unused]] const int lane = (int)__lane_id();
+      if (tmp > mx || tmp != tmp) mx = tmp;
+    }
+    tmp = __shfl_xor(mx, 32, 64);
+    { [[maybe_unused]] const int lane = (int)__lane_id();
+      if (tmp > mx || tmp != tmp) mx = tmp;
+    }
+    /* grow the max (rescale the head's state; m = -inf: 0), then the weights */
+    { [[maybe_unused]] const int lane = (int)__lane_id();
+      const float mn = mx;
+      if (mn > m || mn != mn) {
+        const float sc = kg_math_exp2(m - mn);
+        dsum *= sc;
+        for (int s = 0; s < D / 16; s++)
+          for (int i = 0; i < 4; i++) ot[s][i] *= sc;
+        m = mn;
+      }
+      for (int i = 0; i < 4; i++) {
+        const float x = st[i];
+        const float w = x == -INFINITY ? 0.0f : kg_math_exp2(x - m);   /* never (-inf) - (-inf) */
+        dsum += w;
+        pb[i] = __half_as_ushort(__float2half_rn(w));
+      }
+    }
+    for (int s = 0; s < D / 16; s++) {
+      { [[maybe_unused]] const int lane = (int)__lane_id();
+        va[0] = voff0 >= 0 ? vc[voff0 + 16 * s + (lane & 15)] : (uint16_t)0;
+        va[1] = voff1 >= 0 ? vc[voff1 + 16 * s + (lane & 15)] : (uint16_t)0;
+        va[2] = voff2 >= 0 ? vc[voff2 + 16 * s + (lane & 15)] : (uint16_t)0;
+        va[3] = voff3 >= 0 ? vc[voff3 + 16 * s + (lane & 15)] : (uint16_t)0;
+      }
+      ot[s] = kg_wave_mfma_f16(va, pb, ot[s]);
+    }
+  }
+  /* the head's sum over its 4 lanes, then the outputs: lane t writes features
+  ** 16s + 4(t/16) + i of head t%16 */
+  tmp = __shfl_xor(dsum, 16, 64);
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    dsum += tmp;
+  }
+  tmp = __shfl_xor(dsum, 32, 64);
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    dsum += tmp;
+  }
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int h = lane & 15;
+    if (h < hn) {
+      const float dd = dsum;
+      const int empty = dd == 0.0f;   /* NaN is not empty: it propagates */
+      const float inv = empty ? 0.0f : 1.0f / dd;
+      const float lse = empty ? -INFINITY : m + kg_math_log2(dd);
+      const int64_t hq = h0 + h;
+      if (NC == 1) {
+        kg_elem *out = (kg_elem *)p->o + b * p->o_sn + hq * p->o_sh;
+        for (int s = 0; s < D / 16; s++)
+          for (int i = 0; i < 4; i++) out[16 * s + 4 * (lane >> 4) + i] = __float2half_rn(ot[s][i] * inv);
+        if (p->lse && lane < 16) p->lse[b * p->num_qo_heads + hq] = lse;
+      } else {
+        const int64_t row = (b * NC + c) * p->num_qo_heads + hq;
+        for (int s = 0; s < D / 16; s++)
+          for (int i = 0; i < 4; i++) p->part_o[row * D + 16 * s + 4 * (lane >> 4) + i] = ot[s][i] * inv;
+        if (lane < 16) p->part_lse[row] = lse;
+      }
+    }
+  }
+}
+
+
+/* one wavefront per (request, kv head, 16-head group tile, chunk) */
+__global__ void __launch_bounds__(64) kg_attn_hip_decode_f16_hnd_d64_wave_kernel(kg_decode_job p) {
+  kg_attn_hip_decode_f16_hnd_d64_wave_block(&p, (int64_t)blockIdx.x);
+}
+
 extern "C" kg_status kg_attn_hip_decode_f16_hnd_d64(const kg_decode_job *job, const kg_exec *exec) {
   hipStream_t stream = (hipStream_t)exec->stream;
   hipError_t e;
+  if (job->rope.rotary_dim == 0) {   /* the matrix-core kernel (no RoPE on the fly) */
+    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * ((job->group + 15) / 16) * job->num_chunks;
+    if (blocks > 0) {
+      dim3 grid((unsigned)blocks), block(64);
+      hipLaunchKernelGGL(kg_attn_hip_decode_f16_hnd_d64_wave_kernel, grid, block, 0, stream, *job);
+    }
+  } else
   {
     const size_t smem = kg_attn_hip_decode_f16_hnd_d64_smem(job->rope.rotary_dim > 0);
     e = hipFuncSetAttribute((const void *)kg_attn_hip_decode_f16_hnd_d64_kernel, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

@@ -597,11 +597,13 @@ kg_status kg_wave_rowsum16(kg_dtype dtype, const void *s, int64_t lds, float *d,
 **   backend memory, like every pointer of a call. Token counts and positions
 **   are below 2^31.
 ** - Arithmetic is f32 (inputs converted from f16 / bf16), outputs rounded to
-**   the element type once. Exception, CUDA decode with head_dim <= 128,
-**   groups of at most 16 q heads and no RoPE: q.k and p.v run on the tensor
-**   cores (exact products, f32 sums) and the softmax weights 2^(s - m) are
-**   rounded to the element type before the p.v product (their f32 sum
-**   normalizes), as FlashAttention does. */
+**   the element type once. Exceptions, the matrix-core decodes: CUDA with
+**   head_dim <= 128, groups of at most 16 q heads and no RoPE; HIP without
+**   RoPE (wave64 MFMA 16x16x16, also on the C backend as the
+**   kg_attn_c_decode_wave_* variants, run only when kg_exec.variant names
+**   them): q.k and p.v run on the matrix cores (exact products, f32 sums)
+**   and the softmax weights 2^(s - m) are rounded to the element type before
+**   the p.v product (their f32 sum normalizes), as FlashAttention does. */
 
 /* ---- math primitives ---------------------------------------------------------
 ** The attention kernels' fast math, evaluated elementwise (for tests): y[i] =

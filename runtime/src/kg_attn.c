@@ -217,6 +217,7 @@ typedef struct kg__attn_key {
   int64_t stride_page;
   int64_t batch, num_kv_heads, group, max_len, forced_chunk;
   int single;
+  int rope;                 /* decode: RoPE on the fly */
 } kg__attn_key;
 
 typedef struct kg__attn_call {
@@ -335,6 +336,10 @@ static const char *kg__attn_rejects(const kg_variant *v, const kg__attn_key *k, 
   }
   if (v->head_dim != 0 && v->head_dim != k->head_dim) {
     snprintf(why, sizeof why, "head_dim %d, wanted %lld", v->head_dim, (long long)k->head_dim);
+    return why;
+  }
+  if (k->table_op == KG_OP_DECODE_BATCH && k->rope && !v->rope) {
+    snprintf(why, sizeof why, "no RoPE on the fly (the %s decode kernel)", v->kernel);
     return why;
   }
   if (k->table_op == KG_OP_DECODE_BATCH) {
@@ -633,6 +638,7 @@ static kg_status kg__decode_batch_check(const kg_decode_args *a, const kg_exec *
   key->batch = a->kv.batch; key->num_kv_heads = Hk; key->group = Hq / Hk;
   key->max_len = L;
   key->forced_chunk = a->params.kv_chunk_size;
+  key->rope = job->rope.rotary_dim > 0;
   return KG_SUCCESS;
 }
 
@@ -691,6 +697,7 @@ static kg_status kg__decode_single_check(const kg_decode_single_args *a, const k
   key->max_len = ml;
   key->forced_chunk = a->params.kv_chunk_size;
   key->single = 1;
+  key->rope = job->rope.rotary_dim > 0;
   return KG_SUCCESS;
 }
 

@@ -201,10 +201,11 @@ typedef struct kg_variant {
   /* attention ops: type_ab = type_cd = the element type; kv_layout
   ** (kg_kv_layout, -1: none); head_dim (0: any); decode: tile_m = q heads per
   ** block, tile_n = tokens per stage, stages, blocks_per_sm (what the split
-  ** planner assumes resident), align (> 1: 16-byte K/V vectors) */
+  ** planner assumes resident), align (> 1: 16-byte K/V vectors), rope */
   int kv_layout;
   int head_dim;
   int blocks_per_sm;
+  int rope;               /* decode: 1 when it applies RoPE on the fly */
   kg_math_launch_fn math_launch;
   kg_rope_launch_fn rope_launch;
   kg_append_launch_fn append_launch;

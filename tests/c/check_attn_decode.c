@@ -43,6 +43,7 @@ typedef struct dcase {
   double sm_scale;           /* 0: default */
   int single;
   int64_t pad;               /* stride_page padding (batch) */
+  const char *variant;       /* forced variant (kg_exec.variant), NULL: dispatch */
 } dcase;
 
 static char g_fail_msg[512];
@@ -59,10 +60,10 @@ static void note_fail(const char *fmt, ...) {
 }
 
 static void describe(const dcase *c, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s %s %s D=%d Hq=%d Hk=%d P=%lld batch=%d rope=%d/%d/%d win=%lld cap=%g chunk=%lld qpos=%d",
+  snprintf(buf, cap, "%s %s %s D=%d Hq=%d Hk=%d P=%lld batch=%d rope=%d/%d/%d win=%lld cap=%g chunk=%lld qpos=%d%s%s",
            c->single ? "single" : "batch", ar_dtype_name(c->t), c->l == KG_KV_NHD ? "NHD" : "HND", c->D, c->Hq, c->Hk,
            (long long)c->P, c->batch, c->rope, c->interleave, c->rd, (long long)c->window, c->cap, (long long)c->chunk,
-           c->qpos);
+           c->qpos, c->variant ? " variant=" : "", c->variant ? c->variant : "");
 }
 
 /* Runs one case; returns the number of failing elements (first described in g_fail_msg). */
@@ -104,6 +105,7 @@ static long run_case(const dcase *c, uint64_t seed) {
     if (c->rope == 2) { pr.rope.scale = 8.0f; pr.rope.theta = 500000.0f; }
   }
   kg_exec ex = tu_exec_c();
+  ex.variant = c->variant;
   kg_status st;
   kg_decode_plan_info plan;
   kg_decode_args ba;
@@ -167,8 +169,10 @@ static long run_case(const dcase *c, uint64_t seed) {
       for (int g = 0; g < G; g++) {
         const int h = hk * G + g;
         for (int f = 0; f < D; f++) qd[f] = ar_get(q, c->t, b * q_sn + h * q_sh + f);
+        /* the wave decode rounds the weights to the element type before p.v (kg.h) */
+        const double eps_w = c->variant && strstr(c->variant, "_wave_") ? ar_unit(c->t) : 0.0;
         ar_attn_opts op = { D, sm, c->cap, c->rope ? (c->rd ? c->rd : D) : 0, c->interleave, freq,
-                            c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -22), c->t, 0.0 };
+                            c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -22), c->t, eps_w };
         ar_attend(&op, qd, K, V, L - w0, w0, ro, &rl, tol, &rlt);
         for (int f = 0; f < D; f++) {
           const double got = ar_get(o, c->t, b * o_sn + h * o_sh + f), err = fabs(got - ro[f]);
@@ -238,6 +242,67 @@ START_TEST(test_single_matrix) {
     c.sm_scale = i % 6 == 2 ? 0.05 : 0.0;
     RUN(c, 0xdec0de00ull + (uint64_t)i);
   }
+}
+END_TEST
+
+/* The HIP wave64 matrix-core decode on the emulated wavefront (the C "wave"
+** variants, forced by name): single and paged batch decode, group sizes below,
+** at and above one 16-head tile, ragged and empty requests, windows, soft cap,
+** forced splits; a forced wave variant refuses RoPE on the fly. */
+START_TEST(test_wave_decode) {
+  static const kg_dtype WT[] = { KG_F16, KG_BF16 };
+  static const int WHEADS[][2] = { { 32, 8 }, { 32, 1 }, { 10, 2 }, { 16, 1 }, { 7, 7 }, { 17, 1 } };
+  static const int64_t PS[] = { 1, 7, 16 };
+  char name[64];
+  int64_t lens[7];
+  uint64_t r = 0x3a7e0ull;
+  for (int i = 0; i < 24; i++) {
+    dcase c;
+    memset(&c, 0, sizeof c);
+    c.t = WT[i % 2];
+    c.D = DIMS[(i / 2) % 3];
+    c.l = (i / 6) % 2 ? KG_KV_HND : KG_KV_NHD;
+    snprintf(name, sizeof name, "kg_attn_c_decode_wave_%s_%s_d%d", c.t == KG_F16 ? "f16" : "bf16",
+             c.l == KG_KV_NHD ? "nhd" : "hnd", c.D);
+    c.variant = name;
+    c.Hq = WHEADS[i % 6][0];
+    c.Hk = WHEADS[i % 6][1];
+    c.single = i % 4 == 0;
+    c.P = PS[i % 3];
+    c.batch = c.single ? 1 : 1 + i % 7;
+    for (int b = 0; b < c.batch; b++) lens[b] = ar_int(&r, 1, i % 5 == 0 ? 900 : 200);
+    if (c.batch > 2) lens[1] = 0;   /* an empty request */
+    c.lens = lens;
+    c.window = i % 4 == 3 ? 57 : 0;
+    c.cap = i % 5 == 1 ? 20.0 : 0.0;
+    c.chunk = i % 3 == 1 ? 64 : i % 3 == 2 ? 100 : 0;
+    c.max_len_delta = i % 4 == 1 ? 100 : 0;
+    c.sm_scale = i % 6 == 2 ? 0.05 : 0.0;
+    RUN(c, 0x3a7e0000ull + (uint64_t)i);
+  }
+  /* RoPE on the fly: the forced wave variant is refused, nothing written */
+  int64_t len = 40;
+  dcase c;
+  memset(&c, 0, sizeof c);
+  c.t = KG_BF16; c.l = KG_KV_NHD; c.D = 64; c.Hq = 4; c.Hk = 1; c.single = 1; c.lens = &len;
+  ar_cache kc;
+  ar_cache_build(&kc, c.l, c.t, 1, len, 64, 1, &len, 0, 0, 3);
+  static uint16_t q[4 * 64], o[4 * 64];
+  kg_decode_single_args sa;
+  memset(&sa, 0, sizeof sa);
+  sa.dtype = KG_BF16; sa.layout = KG_KV_NHD;
+  sa.num_qo_heads = 4; sa.num_kv_heads = 1; sa.head_dim = 64; sa.kv_len = len;
+  sa.q = q; sa.k = kc.k; sa.v = kc.v; sa.o = o;
+  sa.q_rope_pos = -1;
+  sa.params.rope.mode = KG_ROPE_DEFAULT;
+  for (int j = 0; j < 4 * 64; j++) o[j] = 0x7fc1;
+  kg_exec ex = tu_exec_c();
+  ex.variant = "kg_attn_c_decode_wave_bf16_nhd_d64";
+  ck_assert_int_eq(kg_decode_single(&sa, &ex), KG_ERROR_NOT_SUPPORTED);
+  for (int j = 0; j < 4 * 64; j++) ck_assert_msg(o[j] == 0x7fc1, "o[%d] written", j);
+  sa.params.rope.mode = KG_ROPE_NONE;
+  ck_assert_int_eq(kg_decode_single(&sa, &ex), KG_SUCCESS);
+  ar_cache_free(&kc);
 }
 END_TEST
 
@@ -515,6 +580,7 @@ Suite *single_decode_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_single_matrix);
   tcase_add_test(tc, test_single_split_chunks);
+  tcase_add_test(tc, test_wave_decode);
   suite_add_tcase(s, tc);
   return s;
 }

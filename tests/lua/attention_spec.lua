@@ -123,20 +123,26 @@ describe("attention family", function()
       { backend = "cuda", op = "decode", dtype = "bf16", head_dim = { 128, 256 }, kv_layout = "hnd" },
       { backend = "hip", op = "decode", dtype = "f16", head_dim = 64, kv_layout = "nhd" },
       { backend = "c", op = "decode", dtype = "f32", head_dim = 64, kv_layout = "nhd" },
+      { backend = "c", op = "decode", kernel = "wave", dtype = "bf16", head_dim = 64, kv_layout = "nhd" },
       { backend = "c", op = "append", dtype = "f16", kv_layout = "hnd" },
       { backend = "hip", op = "merge", dtype = "bf16" })
     local by = {}
     for _, v in ipairs(variants) do by[v.name] = descriptor_fields(v) end
     local d = by["kg_attn_cuda_decode_bf16_hnd_d128"]
-    assert.are.same({ "KG_OP_DECODE_BATCH", "KG_BACKEND_CUDA", "KG_BF16", "KG_KV_HND", "128", "8", "32", "16", "4", "4" },
-      { d.op, d.backend, d.type_ab, d.kv_layout, d.head_dim, d.align, d.tile_m, d.tile_n, d.stages, d.blocks_per_sm })
+    -- d <= 128 on CUDA: the planner assumes the tensor-core kernel (64-token tiles, 2 stages, 3 blocks per SM)
+    assert.are.same({ "KG_OP_DECODE_BATCH", "KG_BACKEND_CUDA", "KG_BF16", "KG_KV_HND", "128", "8", "32", "64", "2", "3", "1" },
+      { d.op, d.backend, d.type_ab, d.kv_layout, d.head_dim, d.align, d.tile_m, d.tile_n, d.stages, d.blocks_per_sm,
+        d.rope })
     assert.are.equal("kg_attn_cuda_decode_bf16_hnd_d128", d.decode_launch)
     d = by["kg_attn_cuda_decode_bf16_hnd_d256"]
     assert.are.same({ "32", "16", "2" }, { d.tile_m, d.tile_n, d.blocks_per_sm })
     d = by["kg_attn_hip_decode_f16_nhd_d64"]
     assert.are.same({ "64", "32", "2", '"gfx90a"' }, { d.tile_m, d.tile_n, d.stages, d.arch })
     d = by["kg_attn_c_decode_f32_nhd_d64"]
-    assert.are.same({ "1", "16", "1" }, { d.align, d.tile_m, d.blocks_per_sm })
+    assert.are.same({ "1", "16", "1", "1" }, { d.align, d.tile_m, d.blocks_per_sm, d.rope })
+    -- the emulated-wave decode: no RoPE on the fly, so dispatch refuses it for RoPE calls
+    d = by["kg_attn_c_decode_wave_bf16_nhd_d64"]
+    assert.are.same({ '"wave"', "0", "kg_attn_c_decode_wave_bf16_nhd_d64" }, { d.kernel, d.rope, d.decode_launch })
     d = by["kg_attn_c_append_f16_hnd"]
     assert.are.same({ "KG_OP_PAGED_KV_APPEND", "KG_KV_HND", "0", "kg_attn_c_append_f16_hnd" },
       { d.op, d.kv_layout, d.head_dim, d.append_launch })
@@ -203,7 +209,8 @@ describe("attention family", function()
     for _, n in ipairs(H.lines(out)) do
       if n:match("^kg_attn_") then set[n] = true; count = count + 1 end
     end
-    assert.are.equal(3 + 3 * 2 + 3 * 2 + 3 * 3 * 2 + 2 * (2 * 2 + 2 * 2 + 2 * 3 * 2), count)
+    -- math, rope + merge, append, decode on C; the C wave decode (f16/bf16); then CUDA and HIP
+    assert.are.equal(3 + 3 * 2 + 3 * 2 + 3 * 3 * 2 + 2 * 3 * 2 + 2 * (2 * 2 + 2 * 2 + 2 * 3 * 2), count)
     for _, n in ipairs({
       "kg_attn_c_math", "kg_attn_cuda_math", "kg_attn_hip_math", "kg_attn_c_decode_f32_hnd_d256",
       "kg_attn_cuda_decode_bf16_nhd_d128", "kg_attn_cuda_decode_f16_hnd_d64", "kg_attn_hip_decode_bf16_hnd_d256",
@@ -212,5 +219,7 @@ describe("attention family", function()
       assert.is_true(set[n] == true, n)
     end
     assert.is_nil(set["kg_attn_cuda_decode_f32_nhd_d128"])
+    assert.is_true(set["kg_attn_c_decode_wave_bf16_hnd_d128"] == true)
+    assert.is_nil(set["kg_attn_c_decode_wave_f32_nhd_d128"])
   end)
 end)
