@@ -600,10 +600,12 @@ __global__ void __launch_bounds__(64) kg_attn_hip_decode_f16_nhd_d64_wave_kernel
 extern "C" kg_status kg_attn_hip_decode_f16_nhd_d64(const kg_decode_job *job, const kg_exec *exec) {
   hipStream_t stream = (hipStream_t)exec->stream;
   hipError_t e;
-  if (job->rope.rotary_dim == 0) {   /* the matrix-core kernel (no RoPE on the fly) */
-    const int64_t blocks = job->kv.batch * job->kv.num_kv_heads * ((job->group + 15) / 16) * job->num_chunks;
-    if (blocks > 0) {
-      dim3 grid((unsigned)blocks), block(64);
+  /* the matrix-core kernel (no RoPE on the fly); its 16-head tiles may need up to
+  ** twice the blocks dispatch checked against the grid limit: else the other kernel */
+  const int64_t wave_blocks = job->kv.batch * job->kv.num_kv_heads * ((job->group + 15) / 16) * job->num_chunks;
+  if (job->rope.rotary_dim == 0 && wave_blocks <= 2147483647) {
+    if (wave_blocks > 0) {
+      dim3 grid((unsigned)wave_blocks), block(64);
       hipLaunchKernelGGL(kg_attn_hip_decode_f16_nhd_d64_wave_kernel, grid, block, 0, stream, *job);
     }
   } else
