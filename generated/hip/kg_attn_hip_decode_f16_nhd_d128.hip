@@ -422,9 +422,68 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
 ** only when the max grows (NaN sticks). The weights 2^(s - m), rounded to f16,
 ** are already the B operand of O^T += V^T.P^T (B[4(t/16)+i][t%16] = P[t%16][4(t/16)+i]),
 ** whose accumulator holds head t%16 too: every rescale is lane-local. V^T's A
-** fragment (lane t: feature 16j + t%16 of tokens 4(t/16) + i) comes from the
-** cache directly. At the end the 4 lanes of a head add their sums; one chunk:
-** o / d and lse = m + log2 d, several: the normalized state to the workspace. */
+** fragment (lane t: feature 16j + t%16 of tokens 4(t/16) + i) is a 4 x 4 transpose
+** within each quad of what the lanes load contiguously: lane L reads features
+** 16j + 4((L/4)%4) .. + 3 of token 4(L/16) + L%4 (transpose_4x4_half_registers).
+** At the end the 4 lanes of a head add their sums; one chunk: o / d and lse =
+** m + log2 d, several: the normalized state to the workspace. */
+/* ---- transpose_4x4_half_registers -------------------------------------------
+** Within each quad of lanes (4q .. 4q+3), lane 4q+j holds row j of a 4 x 4
+** matrix X of 16-bit elements in two 32-bit registers: r[0] = X[j][0] | X[j][1] << 16,
+** r[1] = X[j][2] | X[j][3] << 16. Afterwards it holds column j the same way:
+** r[0] = X[0][j] | X[1][j] << 16, r[1] = X[2][j] | X[3][j] << 16.
+** X is 2 x 2 blocks of 2 x 2; lanes of pair P = (lane >> 1) & 1 hold block row P,
+** block (P, c) in register c. Three xor-shuffle rounds, one 32-bit shuffle each:
+**   1 (xor 1): the pair transposes its diagonal block (register P) with
+**      16-bit selects: the even lane keeps its low half and takes the odd
+**      lane's low half as its high half; the odd lane keeps its high half and
+**      takes the even lane's high half as its low half.
+**   2 (xor 2): the pairs swap their off-diagonal blocks (register 1 - P).
+**   3 (xor 1): the pair transposes the block now in register 1 - P, as in 1. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_wave_transpose_4x4_half_registers(uint32_t (&r)[2]) {
+  uint32_t send;
+  uint32_t recv;
+  /* round 1: xor 1 */
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = (lane >> 1) & 1;
+    send = c ? r[1] : r[0];
+  }
+  recv = __shfl_xor(send, 1, 64);
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = (lane >> 1) & 1;
+    const uint32_t x = c ? r[1] : r[0], y = recv;
+    const uint32_t t = (lane & 1) ? ((x & 0xffff0000u) | (y >> 16)) : ((x & 0x0000ffffu) | (y << 16));
+    r[0] = c ? r[0] : t;   /* selects, not an indexed store: */
+    r[1] = c ? t : r[1];   /* r stays in registers on the GPU */
+  }
+  /* round 2: xor 2 */
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = ((lane >> 1) & 1) ^ 1;
+    send = c ? r[1] : r[0];
+  }
+  recv = __shfl_xor(send, 2, 64);
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = ((lane >> 1) & 1) ^ 1;
+    const uint32_t t = recv;
+    r[0] = c ? r[0] : t;   /* selects, not an indexed store: */
+    r[1] = c ? t : r[1];   /* r stays in registers on the GPU */
+  }
+  /* round 3: xor 1 */
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = ((lane >> 1) & 1) ^ 1;
+    send = c ? r[1] : r[0];
+  }
+  recv = __shfl_xor(send, 1, 64);
+  { [[maybe_unused]] const int lane = (int)__lane_id();
+    const int c = ((lane >> 1) & 1) ^ 1;
+    const uint32_t x = c ? r[1] : r[0], y = recv;
+    const uint32_t t = (lane & 1) ? ((x & 0xffff0000u) | (y >> 16)) : ((x & 0x0000ffffu) | (y << 16));
+    r[0] = c ? r[0] : t;   /* selects, not an indexed store: */
+    r[1] = c ? t : r[1];   /* r stays in registers on the GPU */
+  }
+}
+
+
 [[maybe_unused]] static __device__ __forceinline__ void kg_attn_hip_decode_f16_nhd_d128_wave_block(const kg_decode_job *p, int64_t bid) {
   const int64_t Hk = p->kv.num_kv_heads, G = p->group, HG = (G + 15) / 16, NC = p->num_chunks;
   const int64_t c = bid % NC;
@@ -447,6 +506,7 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
   kg_wave_f32x4 ot[D / 16];   /* O^T, one accumulator per 16 features */
   kg_wave_b16x4 ka;
   kg_wave_b16x4 va;
+  uint32_t vr[2];
   kg_wave_b16x4 pb;
   kg_wave_f32x4 st;
   float m;
@@ -454,10 +514,7 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
   float mx;
   float tmp;
   int64_t koff;           /* cache offset of the lane's K row: token t%16 (-1: none) */
-  int64_t voff0;      /* ... of its V rows: token 4(t/16) + 0 */
-  int64_t voff1;      /* ... of its V rows: token 4(t/16) + 1 */
-  int64_t voff2;      /* ... of its V rows: token 4(t/16) + 2 */
-  int64_t voff3;      /* ... of its V rows: token 4(t/16) + 3 */
+  int64_t voff;           /* ... of the V row it loads: token 4(t/16) + t%4 */
   { [[maybe_unused]] const int lane = (int)__lane_id();
     const int h = lane & 15;
     for (int s = 0; s < D / 16; s++)
@@ -479,30 +536,13 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
         if (o < 0) o = hk * p->kv.stride_h;
       }
       koff = o;
+      const int tv = 4 * (lane >> 4) + (lane & 3);
       o = -1;
-      if (4 * (lane >> 4) + 0 < tl) {
-        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 0, hk);
+      if (tv < tl) {
+        o = kg_attn_slot(&p->kv, pbase, t0 + tv, hk);
         if (o < 0) o = hk * p->kv.stride_h;
       }
-      voff0 = o;
-      o = -1;
-      if (4 * (lane >> 4) + 1 < tl) {
-        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 1, hk);
-        if (o < 0) o = hk * p->kv.stride_h;
-      }
-      voff1 = o;
-      o = -1;
-      if (4 * (lane >> 4) + 2 < tl) {
-        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 2, hk);
-        if (o < 0) o = hk * p->kv.stride_h;
-      }
-      voff2 = o;
-      o = -1;
-      if (4 * (lane >> 4) + 3 < tl) {
-        o = kg_attn_slot(&p->kv, pbase, t0 + 4 * (lane >> 4) + 3, hk);
-        if (o < 0) o = hk * p->kv.stride_h;
-      }
-      voff3 = o;
+      voff = o;
       for (int i = 0; i < 4; i++) st[i] = 0.0f;
     }
     for (int s = 0; s < D / 16; s++) {
@@ -550,10 +590,17 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
     }
     for (int s = 0; s < D / 16; s++) {
       { [[maybe_unused]] const int lane = (int)__lane_id();
-        va[0] = voff0 >= 0 ? vc[voff0 + 16 * s + (lane & 15)] : (uint16_t)0;
-        va[1] = voff1 >= 0 ? vc[voff1 + 16 * s + (lane & 15)] : (uint16_t)0;
-        va[2] = voff2 >= 0 ? vc[voff2 + 16 * s + (lane & 15)] : (uint16_t)0;
-        va[3] = voff3 >= 0 ? vc[voff3 + 16 * s + (lane & 15)] : (uint16_t)0;
+        const int64_t o = voff;
+        const uint16_t *x = vc + (o >= 0 ? o : 0) + 16 * s + 4 * ((lane >> 2) & 3);
+        vr[0] = o >= 0 ? (uint32_t)x[0] | (uint32_t)x[1] << 16 : 0u;
+        vr[1] = o >= 0 ? (uint32_t)x[2] | (uint32_t)x[3] << 16 : 0u;
+      }
+      kg_wave_transpose_4x4_half_registers(vr);
+      { [[maybe_unused]] const int lane = (int)__lane_id();
+        va[0] = (uint16_t)(vr[0] & 0xffffu);
+        va[1] = (uint16_t)(vr[0] >> 16);
+        va[2] = (uint16_t)(vr[1] & 0xffffu);
+        va[3] = (uint16_t)(vr[1] >> 16);
       }
       ot[s] = kg_wave_mfma_f16(va, pb, ot[s]);
     }
