@@ -18,7 +18,10 @@
 ** - At the end the rows of a set merge their states through shared memory;
 **   one chunk: o / d and lse = m + log2 d go out, several: the normalized
 **   states go to the workspace and a second kernel merges them like
-**   kg_merge_states, one thread per (request, head, feature). */
+**   kg_merge_states, one thread per (request, head, feature).
+** Without RoPE on the fly the launcher runs a matrix-core kernel instead where
+** the variant has one (below): CUDA head_dim <= 128 and groups <= 16
+** (attn/decode_mma.kgt), HIP (attn/decode_wave_core.kgt). */
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_bfloat16.h>
