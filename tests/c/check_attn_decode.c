@@ -580,7 +580,6 @@ Suite *single_decode_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_single_matrix);
   tcase_add_test(tc, test_single_split_chunks);
-  tcase_add_test(tc, test_wave_decode);
   suite_add_tcase(s, tc);
   return s;
 }
@@ -591,6 +590,7 @@ Suite *batch_decode_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_batch_matrix);
   tcase_add_test(tc, test_batch_nan_and_empty);
+  tcase_add_test(tc, test_wave_decode);
   tcase_add_test(tc, test_planner);
   tcase_add_test(tc, test_decode_validation);
   suite_add_tcase(s, tc);
