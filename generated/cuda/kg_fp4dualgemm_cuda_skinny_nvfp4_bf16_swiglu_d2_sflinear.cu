@@ -248,6 +248,8 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swi
   }
 }
 
+/* MT: 8-row tiles of A (the launcher runs MT = 1: m <= 8; 8 < m <= 16 takes the
+** fp4s_wide kernel), RT: 16-row weight tiles per warp, PR: ring slots. */
 template <int MT, int RT, int PR>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
