@@ -41,6 +41,17 @@ static inline int64_t kg_attn_seq_len(const kg_kv_job *kv, int64_t b) {
   return (np - 1) * kv->page_size + last;
 }
 
+/* Tokens [*start, *end) of decode chunk c of a request of length len: its window
+** (window_left >= 0: the last window_left + 1 tokens) cut into chunk_size pieces,
+** the last chunk taking the rest. */
+static inline void kg_attn_chunk_range(const kg_decode_job *p, int64_t len, int64_t c, int64_t *start, int64_t *end) {
+  int64_t w0 = 0;
+  if (p->window_left >= 0 && len - 1 - p->window_left > 0) w0 = len - 1 - p->window_left;
+  *start = w0 + c * p->chunk_size;
+  *end = *start + p->chunk_size;
+  if (c == p->num_chunks - 1 || *end > len) *end = len;
+}
+
 /* Element offset of token t (0 <= t < length) of the request whose pages start
 ** at indices[pbase], for kv head h, feature 0; -1 when the page id is out of
 ** range. Token counts fit 32 bits (kg.h), so the division is 32-bit. */

@@ -79,6 +79,17 @@ static __device__ __forceinline__ void kg_attn_unpack8(const uint4 &raw, float (
   return (np - 1) * kv->page_size + last;
 }
 
+/* Tokens [*start, *end) of decode chunk c of a request of length len: its window
+** (window_left >= 0: the last window_left + 1 tokens) cut into chunk_size pieces,
+** the last chunk taking the rest. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_attn_chunk_range(const kg_decode_job *p, int64_t len, int64_t c, int64_t *start, int64_t *end) {
+  int64_t w0 = 0;
+  if (p->window_left >= 0 && len - 1 - p->window_left > 0) w0 = len - 1 - p->window_left;
+  *start = w0 + c * p->chunk_size;
+  *end = *start + p->chunk_size;
+  if (c == p->num_chunks - 1 || *end > len) *end = len;
+}
+
 /* Element offset of token t (0 <= t < length) of the request whose pages start
 ** at indices[pbase], for kv head h, feature 0; -1 when the page id is out of
 ** range. Token counts fit 32 bits (kg.h), so the division is 32-bit. */
@@ -498,11 +509,8 @@ typedef short kg_wave_i16x4_ __attribute__((ext_vector_type(4)));
   const int hn = (int)(G - hg * 16 < 16 ? G - hg * 16 : 16);  /* its heads */
   const int64_t len = kg_attn_seq_len(&p->kv, b);
   const int64_t pbase = p->kv.indices ? (int64_t)p->kv.indptr[b] : 0;
-  int64_t w0 = 0;
-  if (p->window_left >= 0 && len - 1 - p->window_left > 0) w0 = len - 1 - p->window_left;
-  const int64_t start = w0 + c * p->chunk_size;
-  int64_t end = start + p->chunk_size;
-  if (c == NC - 1 || end > len) end = len;
+  int64_t start, end;
+  kg_attn_chunk_range(p, len, c, &start, &end);
   const uint16_t *kc = (const uint16_t *)p->kv.k, *vc = (const uint16_t *)p->kv.v, *qv = (const uint16_t *)p->q;
 
   kg_wave_b16x4 qb[D / 16];   /* Q^T, one B fragment per 16 features */

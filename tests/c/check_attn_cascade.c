@@ -323,7 +323,7 @@ START_TEST(test_cascade_identity) {
         for (int64_t g = 0; g < Hq / Hk; g++) {
           const int64_t h = hk * (Hq / Hk) + g;
           for (int64_t f = 0; f < D; f++) qd[f] = ar_get(q, t, (b * Hq + h) * D + f);
-          ar_attn_opts o = { (int)D, 1.0 / sqrt((double)D), 0.0, 0, 0, NULL, 0.0, 0.0, t };
+          ar_attn_opts o = { (int)D, 1.0 / sqrt((double)D), 0.0, 0, 0, NULL, 0.0, 0.0, t, 0.0 };
           ar_attend(&o, qd, K, V, whole[b], 0, ro, &rl, tol, &rlt);
           for (int64_t f = 0; f < D; f++) {
             const double gm = ar_get(om, t, (b * Hq + h) * D + f), gw = ar_get(ow, t, (b * Hq + h) * D + f);

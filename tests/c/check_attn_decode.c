@@ -313,7 +313,7 @@ START_TEST(test_single_split_chunks) {
   for (int i = 0; i < 6; i++) {
     int64_t len = 1000;
     dcase c = { KG_BF16, i % 2 ? KG_KV_HND : KG_KV_NHD, 128, 8, 2, 0, 1, &len, i % 3, 0, 0, 0, 0.0, chunks[i], 0, 0,
-                0.0, 1, 0 };
+                0.0, 1, 0, NULL };
     RUN(c, 0x5b117000ull + (uint64_t)i);
     c.window = 300;
     RUN(c, 0x5b118000ull + (uint64_t)i);
