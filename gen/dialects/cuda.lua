@@ -359,10 +359,14 @@ return {
     -- elements the same way, and one m16n8k16 bf16 MMA on explicit registers
     fp4 = table.concat({
       "/* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of",
-      "** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept). */",
+      "** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept):",
+      "** each half's sign to bit 15, its three magnitude bits to 6..8. One multiply by",
+      "** 2^(12 - s) + 2^(6 - s) writes the masked nibble (at bit s of each half) to both places;",
+      "** the four copies are disjoint bits, so the product carries nothing. */",
       "static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {",
-      "  const uint32_t q = w << (12 - 4 * i);   /* nibbles to bits 12..15 and 28..31 */",
-      "  return (q & 0x80008000u) | ((q >> 6) & 0x01c001c0u);",
+      "  const uint32_t x = i < 2 ? w : w >> 8;   /* nibbles 2, 3 (6, 7) down to where 0, 1 (4, 5) were */",
+      "  const int s = 4 * (i & 1);",
+      "  return ((x & (0x000f000fu << s)) * ((1u << (12 - s)) + (1u << (6 - s)))) & 0x81c081c0u;",
       "}",
       "/* bf16x2 product, round to nearest even; subnormal inputs and results are kept (no flush). */",
       "static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {",

@@ -25,15 +25,13 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- Largest m the warp and skinny kernels take (warp: accumulators per lane;
 -- skinny: one 16-row MMA block).
 F.MAX_M = 16
--- skinny kernel (CUDA), per family. m <= 8 (fp4/gemm_skinny.kgt): up to
--- KSPLIT_MAX warps split K (the launch picks how many); a warp takes TILES tiles
--- of 16 weight rows (one A fragment feeds them all) and keeps RING 128-wide K
--- chunks of weight loads in flight (registers: RING * TILES * NB * 8 per lane).
--- 8 < m <= 16 (fp4/gemm_skinny_wide.kgt): up to KSPLIT_MAX warps split K, CG
--- column groups of J MMA tiles of 8 columns (tn = CG * J * 8 columns per block),
--- STAGES 128-wide K chunks of copies in flight per warp.
-F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wide = { ksplit_max = 16, cg = 1, tn = 32, stages = 2 } },
-             dual = { ksplit_max = 16, tiles = 1, ring = 2, wide = { ksplit_max = 16, cg = 1, tn = 16, stages = 2 } } }
+-- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: m <= 16 as one or two
+-- 8-row tiles of A; up to KSPLIT_MAX warps split K (the launch picks how many); a
+-- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
+-- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
+-- * NB * 8 per lane).
+F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2 },
+             dual = { ksplit_max = 16, tiles = 1, ring = 2 } }
 -- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).
@@ -56,7 +54,7 @@ F.axes = {
 }
 
 -- Template files the family renders (tests stub them).
-F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_skinny.kgt", "fp4/gemm_skinny_wide.kgt",
+F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_skinny.kgt",
                 "fp4/gemm_mma.kgt" }
 
 local function allowed_kernels(backend)

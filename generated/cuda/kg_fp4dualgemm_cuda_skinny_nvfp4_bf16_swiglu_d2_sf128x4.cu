@@ -2,31 +2,31 @@
 /* W4A16 FP4 DualGemm on the matrix units, small M (m <= 16): D0 = alpha0 * A.W0^T + beta0 * C0,
 ** D1 = alpha1 * A.W1^T + beta1 * C1, D2 = swiglu(D0, D1) with A bf16 [m, k]
 ** row-major, W0, W1 NVFP4 (E4M3 scale per 16, f32 global scale) [n, k] with 128x4 scales.
-** Two kernels: m <= 8 here, 8 < m <= 16 in the fp4s_wide part below (its own comment).
-** m <= 8. Memory-bound: each weight byte is read once, straight into registers.
+** Memory-bound: each weight byte is read once, straight into registers.
 ** The weights are the MMA's A operand (16 weight rows x 16 k) and the activations
-** its B operand (16 k x 8 rows of A), so one MMA (mma.sync m16n8k16 bf16, f32
-** accumulation) takes 256 weights and needs no padding rows. A warp takes 1
+** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two for m <= 16), so
+** one MMA (mma.sync m16n8k16 bf16, f32 accumulation) takes 256 weights and, for
+** m = 8 or 16, needs no padding rows. A warp takes 1
 ** tile of 16 weight rows (one A fragment feeds 2 MMAs). A block is ks warps over
 ** the same 16 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
 ** In each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4) takes the 16 bytes of
 ** k = 32t .. 32t + 31 of weight rows g and g + 8 of each tile (16-byte loads kept out
-** of L1) and the same k of A row g (16-byte loads through L1: every warp of the SM
-** reads A). Fixed permutation of k inside the chunk (the dot product does not
+** of L1) and the same k of A rows g (and g + 8) (16-byte loads through L1: every warp
+** of the SM reads A). Fixed permutation of k inside the chunk (the dot product does not
 ** depend on the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16
 ** bytes, its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as
 ** fragment registers (a0, a1) and (a2, a3); A's elements are paired the same way
 ** (one byte permute per B register). Weights are dequantized in registers to exact
-** bf16: code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
+** bf16: code -> e2m1 * 2^-126 by a mask, a multiply and a mask, then bf16x2 products with the scale
 ** (e4m3(sf) * 2^119 from a 256-entry shared table: weights e2m1 * e4m3 * 2^-7,
 ** at most 6 significant bits; the epilogue multiplies by 2^7).
 ** Each warp keeps a ring of 2 chunks of weight loads in registers: a slot is
 ** reloaded with chunk c + 2 as soon as chunk c is multiplied. Whole chunks load
 ** without checks; the last chunk, when k is not a multiple of 128, loads element
-** by element with zeros past k. Rows past n read row n - 1 and are never stored;
-** A rows from m on are zero. One A fragment feeds the MMAs of both weights.
+** by element with zeros past k (A and weights). Rows past n read row n - 1 and
+** rows of A from m on read row m - 1; neither is stored. One A fragment feeds the MMAs of both weights.
 ** Epilogue: alpha * (1/gs) and beta * C in f32, D0, D1 rounded to the output type,
 ** then the op. Grid: x = blocks of 16 rows, y = batch. */
 #include <cuda_runtime.h>
@@ -136,10 +136,14 @@ typedef struct fp4s_params {
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
-** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept). */
+** e2m1 * 2^-126 (the code of 0.5 becomes the bf16 subnormal 2^-127, exactly; sign kept):
+** each half's sign to bit 15, its three magnitude bits to 6..8. One multiply by
+** 2^(12 - s) + 2^(6 - s) writes the masked nibble (at bit s of each half) to both places;
+** the four copies are disjoint bits, so the product carries nothing. */
 static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {
-  const uint32_t q = w << (12 - 4 * i);   /* nibbles to bits 12..15 and 28..31 */
-  return (q & 0x80008000u) | ((q >> 6) & 0x01c001c0u);
+  const uint32_t x = i < 2 ? w : w >> 8;   /* nibbles 2, 3 (6, 7) down to where 0, 1 (4, 5) were */
+  const int s = 4 * (i & 1);
+  return ((x & (0x000f000fu << s)) * ((1u << (12 - s)) + (1u << (6 - s)))) & 0x81c081c0u;
 }
 /* bf16x2 product, round to nearest even; subnormal inputs and results are kept (no flush). */
 static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
@@ -178,12 +182,24 @@ static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
 ** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). */
 template <int RT> struct fp4s_chunk { uint4 w[NB][2 * RT]; uint32_t s[NB][2 * RT]; };
 
+/* B fragments of one chunk for one 8-row tile of A, from the lane's 32 k of its A row
+** (av[q]: elements 8q .. 8q + 7): MMA s = 2q + h pairs elements (2h, 2h + 4) and
+** (2h + 1, 2h + 5) of av[q], as the weights' nibbles are paired. */
+static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uint4 (&av)[4]) {
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    b[2 * q][0] = kg_fp4s_pair(av[q].x, av[q].z, 0);
+    b[2 * q][1] = kg_fp4s_pair(av[q].x, av[q].z, 1);
+    b[2 * q + 1][0] = kg_fp4s_pair(av[q].y, av[q].w, 0);
+    b[2 * q + 1][1] = kg_fp4s_pair(av[q].y, av[q].w, 1);
+  }
+}
+
 /* acc[i][rt][mt] += W_i(tile rt; the chunk's 128 k) . A(rows 8mt .. 8mt + 7)^T for mt < MT,
-** given the chunk's weights `c` and the lane's A words: a_word(mt, q) is elements 8q .. 8q + 7
-** of the lane's 32 k of A row g + 8mt (zero past k and m). */
-template <int MT, int RT, class AWord>
+** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag). */
+template <int MT, int RT>
 static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk(float (&acc)[NB][RT][2][ACC], const fp4s_chunk<RT> &c,
-                                                   AWord a_word, const uint32_t *sfmul) {
+                                                   const uint32_t (&b)[2][8][2], const uint32_t *sfmul) {
   uint32_t mul[NB][2 * RT][2];
 #pragma unroll
   for (int i = 0; i < NB; i++)
@@ -192,64 +208,29 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swi
       mul[i][r][0] = sfmul[c.s[i][r] & 0xffu];
       mul[i][r][1] = sfmul[c.s[i][r] >> 8];
     }
+  /* weight pair j of word q of row r, scaled */
+  auto deq = [&](int i, int r, int q, int j) -> uint32_t {
+    const uint32_t w = q == 0 ? c.w[i][r].x : q == 1 ? c.w[i][r].y : q == 2 ? c.w[i][r].z : c.w[i][r].w;
+    return kg_fp4s_mul(kg_fp4s_bits(w, j), mul[i][r][q >> 1]);
+  };
 #pragma unroll
-  for (int q = 0; q < 4; q++) {
-    uint32_t wq[NB][2 * RT];
+  for (int s = 0; s < 8; s++) {   /* MMA s: word q = s / 2, nibble pairs (2h, 2h + 4), (2h + 1, 2h + 5), h = s % 2 */
+    const int q = s >> 1, h = s & 1;
 #pragma unroll
     for (int i = 0; i < NB; i++)
 #pragma unroll
-      for (int r = 0; r < 2 * RT; r++) wq[i][r] = q == 0 ? c.w[i][r].x : q == 1 ? c.w[i][r].y : q == 2 ? c.w[i][r].z : c.w[i][r].w;
-    {   /* MMA 2q + 0: nibble pairs (0, 4) and (1, 5) of word q */
-      uint32_t b0[2], b1[2];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        const uint4 av = a_word(mt, q);
-        b0[mt] = kg_fp4s_pair(av.x, av.z, 0);
-        b1[mt] = kg_fp4s_pair(av.x, av.z, 1);
-      }
-#pragma unroll
-      for (int i = 0; i < NB; i++)
-#pragma unroll
       for (int rt = 0; rt < RT; rt++) {
-        uint32_t a[4];   /* a0, a1: rows g, g + 8 of tile rt at pair 0; a2, a3: at pair 1 */
+        /* a0, a1: rows g, g + 8 of tile rt at pair 2h; a2, a3: at pair 2h + 1 */
+        const uint32_t a0 = deq(i, 2 * rt, q, 2 * h), a1 = deq(i, 2 * rt + 1, q, 2 * h);
+        const uint32_t a2 = deq(i, 2 * rt, q, 2 * h + 1), a3 = deq(i, 2 * rt + 1, q, 2 * h + 1);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int r = 2 * rt + (e & 1);
-          const uint32_t m = mul[i][r][q >> 1];
-          a[e] = kg_fp4s_mul(kg_fp4s_bits(wq[i][r], 0 + (e >> 1)), m);
-        }
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a[0], a[1], a[2], a[3], b0[mt], b1[mt]);
+        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a0, a1, a2, a3, b[mt][s][0], b[mt][s][1]);
       }
-    }
-    {   /* MMA 2q + 1: nibble pairs (2, 6) and (3, 7) of word q */
-      uint32_t b0[2], b1[2];
-#pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        const uint4 av = a_word(mt, q);
-        b0[mt] = kg_fp4s_pair(av.y, av.w, 0);
-        b1[mt] = kg_fp4s_pair(av.y, av.w, 1);
-      }
-#pragma unroll
-      for (int i = 0; i < NB; i++)
-#pragma unroll
-      for (int rt = 0; rt < RT; rt++) {
-        uint32_t a[4];   /* a0, a1: rows g, g + 8 of tile rt at pair 2; a2, a3: at pair 3 */
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int r = 2 * rt + (e & 1);
-          const uint32_t m = mul[i][r][q >> 1];
-          a[e] = kg_fp4s_mul(kg_fp4s_bits(wq[i][r], 2 + (e >> 1)), m);
-        }
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a[0], a[1], a[2], a[3], b0[mt], b1[mt]);
-      }
-    }
   }
 }
 
-/* MT: 8-row tiles of A (the launcher runs MT = 1: m <= 8; 8 < m <= 16 takes the
-** fp4s_wide kernel), RT: 16-row weight tiles per warp, PR: ring slots. */
+/* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
+** PR: ring slots. */
 template <int MT, int RT, int PR>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
@@ -260,11 +241,14 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
   const int gl = lane >> 2, tl = lane & 3;
   const int64_t n0 = (int64_t)blockIdx.x * (16 * RT);
   const int64_t z = blockIdx.y;   /* batch */
-  /* this lane's A rows gl (+ 8): NULL from m on (zero); element 32 tl of each chunk */
-  const __nv_bfloat16 *arow[2];
+  /* this lane's A rows gl (+ 8), element 32 tl of each chunk. Rows from m on read row
+  ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
+  const __nv_bfloat16 *arow[MT];
 #pragma unroll
-  for (int mt = 0; mt < 2; mt++)
-    arow[mt] = mt < MT && gl + 8 * mt < p.m ? p.a + z * p.a_bs + (int64_t)(gl + 8 * mt) * p.lda + 32 * tl : 0;
+  for (int mt = 0; mt < MT; mt++) {
+    const int64_t ar = gl + 8 * mt < p.m ? gl + 8 * mt : p.m - 1;
+    arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl;
+  }
   /* this lane's weight rows n0 + 16 (r / 2) + gl + 8 (r % 2), clamped to n - 1 (read, never
   ** stored); byte 16 tl of each chunk. Scale offsets are separable, off(g, row, kb) =
   ** off(g, row, 0) + off(0, 0, kb), and the lane's kb is even, so kb + 1 is the next byte. */
@@ -315,9 +299,15 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
     for (int j = 0; j < PR; j++) {
       if (c + j >= c_whole) break;   /* the same for the whole warp */
       const int64_t ka = (c + j) * KC;
-      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, ring[j], [&](int mt, int q) {
-        return arow[mt] ? __ldg(reinterpret_cast<const uint4 *>(arow[mt] + ka + 8 * q)) : make_uint4(0u, 0u, 0u, 0u);
-      }, sfmul);
+      uint32_t b[2][8][2];
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) {
+        uint4 av[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) av[q] = __ldg(reinterpret_cast<const uint4 *>(arow[mt] + ka + 8 * q));
+        fp4s_bfrag(b[mt], av);
+      }
+      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, ring[j], b, sfmul);
       FP4S_LOAD(ring[j], c + j + PR);
     }
   }
@@ -337,13 +327,21 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
         t.w[i][r] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
         t.s[i][r] = (nk > 0 ? (uint32_t)sfrow[i][r][so] : 0u) | (nk > 16 ? (uint32_t)sfrow[i][r][so + 1] << 8 : 0u);
       }
-    kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, t, [&](int mt, int q) {
-      uint32_t h[4] = { 0u, 0u, 0u, 0u };
-      if (arow[mt])
-        for (int e = 8 * q; e < nk && e < 8 * q + 8; e++)
-          h[(e >> 1) & 3] |= (uint32_t)reinterpret_cast<const uint16_t *>(arow[mt])[c_whole * KC + e] << (16 * (e & 1));
-      return make_uint4(h[0], h[1], h[2], h[3]);
-    }, sfmul);
+    uint32_t b[2][8][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+      uint32_t h[16];   /* the lane's 32 k of A, zero past k */
+#pragma unroll
+      for (int e = 0; e < 32; e += 2) {
+        const uint16_t *ae = reinterpret_cast<const uint16_t *>(arow[mt]) + c_whole * KC + e;
+        h[e >> 1] = (e < nk ? (uint32_t)ae[0] : 0u) | (e + 1 < nk ? (uint32_t)ae[1] << 16 : 0u);
+      }
+      uint4 av[4];
+#pragma unroll
+      for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+      fp4s_bfrag(b[mt], av);
+    }
+    kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, t, b, sfmul);
   }
 
   /* Sum the K ranges in shared memory, then the epilogue: value (rt, mt, e) of lane l is
@@ -411,304 +409,28 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_param
   return p;
 }
 
-/* 8 < m <= 16, the same product as above.
-** Memory-bound: each weight byte is read once. One 16-row block of A (rows >= m
-** are zero) times MMA tiles of 8 columns (mma.sync m16n8k16 bf16, f32 accumulation),
-** fed from 16-byte pieces: in each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4)
-** takes the 16 bytes of k = 32t .. 32t + 31 of weight column g and the same k of A
-** rows g, g + 8 (4 x 16 bytes per row), all copied by cp.async into a per-warp
-** shared-memory ring (weights L2 only; A through L1: every warp of the SM reads A).
-** Fixed permutation of k inside the chunk (the dot product does not depend on
-** the order of k): MMA s (0..7) takes word q = s / 2 of the lane's 16 bytes,
-** its E2M1 nibble pairs (2h, 2h + 4) and (2h + 1, 2h + 5) (h = s % 2) as the
-** fragment registers b0, b1; A's elements are paired the same way (one byte
-** permute per A register). Weights are dequantized in registers to exact bf16:
-** code -> e2m1 * 2^-126 by shifts, then bf16x2 products with the scale
-** (e4m3(sf) * 2^119: weights e2m1 * e4m3 * 2^-7, at most 6 significant bits;
-** the epilogue multiplies by 2^7). A block has ks x 1 warps: 1 column
-** group of 2 MMA tiles per weight (16 columns per block), each split over ks warps
-** that take one K range each (shared memory sums them). ks (1..16) is chosen at
-** launch: the finest K split that still runs every block of the grid at once.
-** Each warp keeps 2 K chunks of copies (a ring of 2 slots) and scale-byte loads
-** in flight. One A fragment feeds the MMAs of both weights. Copies past k, past m and for tiles past n are
-** zero-filled; columns past n are never stored. NVFP4 scale multipliers come
-** from a 256-entry shared table.
-** Epilogue: alpha * (1/gs) and beta * C in f32, D0, D1 rounded to the output type,
-** then the op. Grid: x = column blocks, y = batch. */
-namespace fp4s_wide {
-/* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB, less the
-** static sfmul table). */
-enum { KSPLIT_MAX = 16, CG = 1, SMEM_MAX = 232448 - 1024, J = 2, U = 2 };
-
-/* 16-byte cp.async of the first `bytes` (0..16) bytes of src to shared dst, the rest zero:
-** _stream for data read once (L2 only; a miss fills 256 bytes of L2), _cached through L1. */
-static __device__ __forceinline__ void kg_fp4s_cp_stream(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n"
-               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
-}
-static __device__ __forceinline__ void kg_fp4s_cp_cached(void *dst, const void *src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n"
-               :: "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(bytes) : "memory");
-}
-
-
-/* Issue the loads of one 128-wide K chunk `cc` into ring slot `u` of this warp:
-** each lane copies its 16 weight bytes per (weight, tile) and its A words (rows
-** (lane >> 2) and (lane >> 2) + 8, 4 x 8 elements each) with cp.async, zero-filled past k, past m and
-** for tiles past n, and loads its scale byte(s) into sfraw[u] (0 where dead: it
-** only meets zero weights). One commit group per chunk, possibly empty. */
-#define FP4S_ISSUE(u, cc) do {                                                             \
-    const int64_t k0_ = (cc) * KC + koff;                                                  \
-    const bool live_ = (cc) < c_end && k0_ < p.k;                                          \
-    const int wb_ = live_ ? (int)(p.k - k0_ < 32 ? (p.k - k0_) / 2 : 16) : 0;             \
-    const int64_t kb_ = k0_ / 16;   /* blocks kb (words 0, 1) and kb + 1 (words 2, 3) */   \
-    const bool live1_ = live_ && kb_ + 1 < p.kv;                                           \
-    const int64_t s0_ = kg_sf_off_128x4(p.n, p.kv, 0, 0, kb_), s1_ = kg_sf_off_128x4(p.n, p.kv, 0, 0, kb_ + 1); \
-    uint4 *slot_ = ring + (u) * slot_words;                                                \
-    _Pragma("unroll") for (int i = 0; i < NB; i++)                                         \
-    _Pragma("unroll") for (int j = 0; j < J; j++) {                                        \
-      const bool jl_ = (jlive >> j) & 1u;                                                 \
-      kg_fp4s_cp_stream(slot_ + (i * J + j) * WS + lane, wrow[i] + (jl_ ? j * wtile[i] + (live_ ? k0_ / 2 : 0) : 0), jl_ ? wb_ : 0); \
-      sfraw[u][i][j] = live_ && jl_ ? (uint32_t)sfrow[i][j * sftile[i] + s0_] : 0u;       \
-      sfraw[u][i][j] |= (live1_ && jl_ ? (uint32_t)sfrow[i][j * sftile[i] + s1_] : 0u) << 8; \
-    }                                                                                      \
-    _Pragma("unroll") for (int r = 0; r < 2; r++)                                    \
-      if (r < arows)                                                                       \
-        _Pragma("unroll") for (int q = 0; q < 4; q++) {                                    \
-          const int64_t ke_ = k0_ + 8 * q;                                                 \
-          const int ab_ = live_ && arow[r] && ke_ < p.k ? (int)(p.k - ke_ < 8 ? (p.k - ke_) * 2 : 16) : 0; \
-          kg_fp4s_cp_cached(slot_ + (NB * J + r * 4 + q) * WS + lane, ab_ ? arow[r] + ke_ : p.a, ab_); \
-        }                                                                                  \
-    asm volatile("cp.async.commit_group;\n" ::: "memory");                                                                     \
-  } while (0)
-__global__ void __launch_bounds__(KSPLIT_MAX * CG * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide_kernel(fp4s_params p) {
-  /* Dynamic shared memory: per warp a ring of U slots of slot_words 16-byte words, slot =
-  ** [NB][J][WS] weight words + [arows][4][WS] A words (lane-private: a lane reads back
-  ** what it copied); after the K loop it holds the warps' K-range sums,
-  ** [ks][CG][NB][J][ACC][WS] floats. */
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
-  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_mult((uint32_t)s);
-  const int lane = (int)threadIdx.x % WS, ks = p.ksplit;
-  const int kw = (int)threadIdx.x / WS % ks, cg = (int)threadIdx.x / WS / ks;
-  const int64_t n0 = (int64_t)blockIdx.x * 16 + cg * (J * 8);
-  const int64_t z = blockIdx.y;   /* batch */
-  /* this lane's A rows (NULL from m on: zero-filled); rows 8.. only when m > 8 */
-  const int arows = p.m > 8 ? 2 : 1;
-  const __nv_bfloat16 *arow[2];
-  arow[0] = (lane >> 2) < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2)) * p.lda : 0;
-  arow[1] = (lane >> 2) + 8 < p.m ? p.a + z * p.a_bs + (int64_t)((lane >> 2) + 8) * p.lda : 0;
-  const int slot_words = (NB * J + arows * 4) * WS;
-  uint4 *ring = reinterpret_cast<uint4 *>(smem) + ((int)threadIdx.x / WS) * U * slot_words;
-  /* Tile j's column is col0 + 8j; tiles at or past n (bit j of jlive clear) load
-  ** nothing and are never stored. Its weight row is wrow[i] + j * wtile[i] and its
-  ** scale bytes at kb = 0 are at sfrow[i] + j * sftile[i]: every scale layout is
-  ** separable, off(g, row, kb) = off(g, row, 0) + off(0, 0, kb), and a block's
-  ** rows col0 + 8j step evenly through it (linear: rows; 8x4: 8-row tiles;
-  ** 128x4: inside one 32-row group, as 16 columns per block are 16-aligned). */
-  const int64_t col0 = n0 + (lane >> 2), colc = col0 < p.n ? col0 : p.n - 1;
-  uint32_t jlive = 0u;
-#pragma unroll
-  for (int j = 0; j < J; j++) jlive |= (uint32_t)(col0 + j * 8 < p.n) << j;
-  const uint8_t *wrow[NB], *sfrow[NB];
-  int64_t g[NB], wtile[NB], sftile[NB];
-#pragma unroll
-  for (int i = 0; i < NB; i++) {
-    g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
-    wrow[i] = p.w[i] + z * p.w_bs[i] + colc * p.ldw[i];
-    wtile[i] = 8 * p.ldw[i];
-    sfrow[i] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], colc, 0);
-    sftile[i] = kg_sf_off_128x4(p.n, p.kv, g[i], colc + 8, 0) - kg_sf_off_128x4(p.n, p.kv, g[i], colc, 0);
-  }
-  float acc[NB][J][ACC];
-#pragma unroll
-  for (int i = 0; i < NB; i++)
-#pragma unroll
-    for (int j = 0; j < J; j++)
-#pragma unroll
-      for (int e = 0; e < ACC; e++) acc[i][j][e] = 0.0f;
-  __syncthreads();   /* sfmul written */
-
-  /* K ranges: whole 128-chunks split over the ks warps of a column group */
-  const int64_t chunks = (p.k + KC - 1) / KC;
-  const int64_t per = (chunks + ks - 1) / ks;
-  const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
-  const int koff = ((lane & 3) << 5);
-  /* Ring of U chunks: chunk c + u (u = 0 .. U-1 in one pass of the outer loop) lives
-  ** in slot u; its copies were issued U chunks earlier, and once computed the slot
-  ** is refilled with chunk c + u + U, so U chunks of loads stay in flight. */
-  uint32_t sfraw[U][NB][J];   /* scale byte(s) of the chunk: kb in bits 0..7, kb + 1 in 8..15 */
-#pragma unroll
-  for (int u = 0; u < U; u++) FP4S_ISSUE(u, c_beg + u);
-  for (int64_t c = c_beg; c < c_end; c += U) {
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-      if (c + u >= c_end) break;   /* the same for the whole warp */
-      asm volatile("cp.async.wait_group 1;\n" ::: "memory");   /* chunk c + u's group is complete */
-      __syncwarp();
-      const uint4 *slot = ring + u * slot_words;
-      uint4 wv[NB][J];   /* the lane's 16 weight bytes per (weight, tile) */
-      uint32_t mul[NB][J][2];
-#pragma unroll
-      for (int i = 0; i < NB; i++)
-#pragma unroll
-        for (int j = 0; j < J; j++) {
-          wv[i][j] = slot[(i * J + j) * WS + lane];
-          mul[i][j][0] = sfmul[sfraw[u][i][j] & 0xffu];
-          mul[i][j][1] = sfmul[(sfraw[u][i][j] >> 8) & 0xffu];
-        }
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        /* A rows (lane >> 2), (lane >> 2) + 8: the 8 elements of word q (zero past k and m) */
-        const uint4 av0 = slot[(NB * J + q) * WS + lane];
-        const uint4 av1 = arows > 1 ? slot[(NB * J + 4 + q) * WS + lane] : make_uint4(0u, 0u, 0u, 0u);
-        uint32_t wq[NB][J];
-#pragma unroll
-        for (int i = 0; i < NB; i++)
-#pragma unroll
-          for (int j = 0; j < J; j++) wq[i][j] = q == 0 ? wv[i][j].x : q == 1 ? wv[i][j].y : q == 2 ? wv[i][j].z : wv[i][j].w;
-        {   /* MMA 2q + 0: word q, nibble pairs (0, 4) and (1, 5) */
-          const uint32_t f0 = kg_fp4s_pair(av0.x, av0.z, 0), f1 = kg_fp4s_pair(av1.x, av1.z, 0);
-          const uint32_t f2 = kg_fp4s_pair(av0.x, av0.z, 1), f3 = kg_fp4s_pair(av1.x, av1.z, 1);
-#pragma unroll
-          for (int i = 0; i < NB; i++)
-#pragma unroll
-            for (int j = 0; j < J; j++) {
-              const uint32_t m = mul[i][j][q >> 1];
-              kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 0), m), kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 1), m));
-            }
-        }
-        {   /* MMA 2q + 1: word q, nibble pairs (2, 6) and (3, 7) */
-          const uint32_t f0 = kg_fp4s_pair(av0.y, av0.w, 0), f1 = kg_fp4s_pair(av1.y, av1.w, 0);
-          const uint32_t f2 = kg_fp4s_pair(av0.y, av0.w, 1), f3 = kg_fp4s_pair(av1.y, av1.w, 1);
-#pragma unroll
-          for (int i = 0; i < NB; i++)
-#pragma unroll
-            for (int j = 0; j < J; j++) {
-              const uint32_t m = mul[i][j][q >> 1];
-              kg_fp4s_mma(acc[i][j], f0, f1, f2, f3, kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 2), m), kg_fp4s_mul(kg_fp4s_bits(wq[i][j], 3), m));
-            }
-        }
-      }
-      __syncwarp();   /* every lane is done with the slot */
-      FP4S_ISSUE(u, c + u + U);
-    }
-  }
-#undef FP4S_ISSUE
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-  __syncthreads();   /* every warp is done with its ring: the K-range sums reuse it */
-
-  /* sum the K ranges of the column group's warps; warp kw = 0 runs the epilogue */
-  float *red = reinterpret_cast<float *>(smem);
-  if (ks > 1) {
-#pragma unroll
-    for (int i = 0; i < NB; i++)
-#pragma unroll
-      for (int j = 0; j < J; j++)
-#pragma unroll
-        for (int e = 0; e < ACC; e++) red[((((kw * CG + cg) * NB + i) * J + j) * ACC + e) * WS + lane] = acc[i][j][e];
-    __syncthreads();
-    if (kw != 0) return;
-    for (int w = 1; w < ks; w++)
-#pragma unroll
-      for (int i = 0; i < NB; i++)
-#pragma unroll
-        for (int j = 0; j < J; j++)
-#pragma unroll
-          for (int e = 0; e < ACC; e++) acc[i][j][e] += red[((((w * CG + cg) * NB + i) * J + j) * ACC + e) * WS + lane];
-  }
-  float post[NB];
-#pragma unroll
-  for (int i = 0; i < NB; i++) {
-    post[i] = p.alpha[i] * (p.gs[i] ? 1.0f / p.gs[i][g[i]] : 1.0f) * 128.0f;   /* weights carried 2^-7 */
-  }
-#pragma unroll
-  for (int j = 0; j < J; j++)
-#pragma unroll
-    for (int e = 0; e < ACC; e++) {
-      const int64_t r = ((lane >> 2) + ((e >> 1) << 3)), col = n0 + j * 8 + (((lane & 3) << 1) + (e & 1));
-      if (r >= p.m || col >= p.n) continue;
-      float x[NB];
-#pragma unroll
-      for (int i = 0; i < NB; i++) {
-        x[i] = post[i] * acc[i][j][e];
-        if (p.c[i]) x[i] += p.beta[i] * __bfloat162float(p.c[i][z * p.c_bs[i] + r * p.ldc[i] + col]);
-        const __nv_bfloat16 xo = __float2bfloat16_rn(x[i]);
-        x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
-        if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + col] = xo;
-      }
-      p.d2[z * p.d2_bs + r * p.ldd2 + col] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
-    }
-}
-
-static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
+/* Launch the kernel with MT 8-row tiles of A. ks: the most warps per block (<= one per
+** K chunk) for which the SMs hold every block of the grid at once (blocks per SM from
+** the occupancy query, cached per ks). */
+template <int MT>
+static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_params(args, &batches);
-  /* ks: the most warps per column group (<= one per K chunk) for which the SMs hold
-  ** every block of the grid at once (blocks per SM from the occupancy query,
-  ** cached per ks and A row count) */
-  static int per_sm[KSPLIT_MAX + 1][2];
-  static int smem_raised;
-  const int arows = args->m > 8 ? 2 : 1;
-  const int64_t blocks = (args->n + 15) / 16 * batches, chunks = (args->k + KC - 1) / KC;
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  if (!smem_raised) {
-    const size_t most = (size_t)KSPLIT_MAX * CG * U * (NB * J + 8) * WS * 16;
-    if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(most < SMEM_MAX ? most : SMEM_MAX)) != cudaSuccess) {
-      kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
-      return KG_ERROR_BACKEND;
-    }
-    smem_raised = 1;
-  }
-  int ks = KSPLIT_MAX;
-  size_t smem = 0;
-  for (;; ks--) {
-    smem = (size_t)ks * CG * U * (NB * J + arows * 4) * WS * 16;
-    if (ks == 1) break;
-    if (ks > chunks || smem > SMEM_MAX) continue;
-    int nb = per_sm[ks][arows - 1];
-    if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide_kernel, ks * CG * WS, smem) != cudaSuccess) {
-        kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
-        return KG_ERROR_BACKEND;
-      }
-      per_sm[ks][arows - 1] = nb;
-    }
-    if (blocks <= sms * nb) break;
-  }
-  p.ksplit = ks;
-  dim3 grid((unsigned)((args->n + 15) / 16), (unsigned)batches);
-  dim3 block((unsigned)(ks * CG * WS));
-  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide_kernel<<<grid, block, smem, stream>>>(p);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  return KG_SUCCESS;
-}
-}  /* namespace fp4s_wide */
-
-
-extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  if (args->m > 8) return fp4s_wide::kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wide(args, exec);
-  cudaStream_t stream = (cudaStream_t)exec->stream;
-  int64_t batches;
-  fp4s_params p = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_params(args, &batches);
-  /* ks: the most warps per block (<= one per K chunk) for which the SMs hold every block
-  ** of the grid at once (blocks per SM from the occupancy query, cached per ks and MT) */
   static int per_sm[KSPLIT_MAX + 1];
-  const int mt = 1, rt = 1;
+  const int rt = 1;
   const int64_t tiles = (args->n + 16 * rt - 1) / (16 * rt);   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   int ks = KSPLIT_MAX;
   size_t smem = 0;
   for (;; ks--) {
-    smem = (size_t)ks * NB * rt * mt * ACC * WS * sizeof(float);
+    smem = (size_t)ks * NB * rt * MT * ACC * WS * sizeof(float);
     if (ks == 1) break;
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_kernel<1, 1, 2>, ks * WS, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_kernel<MT, 1, 2>, ks * WS, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -719,8 +441,12 @@ extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4(con
   p.ksplit = ks;
   dim3 grid((unsigned)tiles, (unsigned)batches);
   dim3 block((unsigned)(ks * WS));
-  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_kernel<1, 1, 2><<<grid, block, smem, stream>>>(p);
+  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_kernel<MT, 1, 2><<<grid, block, smem, stream>>>(p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
+}
+
+extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
+  return args->m > 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<1>(args, exec);
 }
