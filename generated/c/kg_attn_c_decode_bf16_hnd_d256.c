@@ -55,16 +55,22 @@ static inline void kg_attn_chunk_range(const kg_decode_job *p, int64_t len, int6
   if (c == p->num_chunks - 1 || *end > len) *end = len;
 }
 
+/* Element offset of the token in slot `slot` of page pi (the pi-th of the request whose
+** pages start at indices[pbase]), for kv head h, feature 0; -1 when the page id is out
+** of range. Paged caches only (kv->indices set). */
+static inline int64_t kg_attn_page_slot(const kg_kv_job *kv, int64_t pbase, uint32_t pi, uint32_t slot, int64_t h) {
+  const int64_t page = kv->indices[pbase + pi];
+  if (page < 0 || page >= kv->num_pages) return -1;
+  return page * kv->stride_page + h * kv->stride_h + (int64_t)slot * kv->stride_n;
+}
+
 /* Element offset of token t (0 <= t < length) of the request whose pages start
 ** at indices[pbase], for kv head h, feature 0; -1 when the page id is out of
 ** range. Token counts fit 32 bits (kg.h), so the division is 32-bit. */
 static inline int64_t kg_attn_slot(const kg_kv_job *kv, int64_t pbase, int64_t t, int64_t h) {
   if (!kv->indices) return h * kv->stride_h + t * kv->stride_n;
   const uint32_t pi = (uint32_t)t / (uint32_t)kv->page_size;
-  const int64_t slot = t - (int64_t)pi * kv->page_size;
-  const int64_t page = kv->indices[pbase + pi];
-  if (page < 0 || page >= kv->num_pages) return -1;
-  return page * kv->stride_page + h * kv->stride_h + slot * kv->stride_n;
+  return kg_attn_page_slot(kv, pbase, pi, (uint32_t)t - pi * (uint32_t)kv->page_size, h);
 }
 
 /* RoPE partner of feature i < rd: the other element of its pair. */

@@ -100,16 +100,22 @@ static __device__ __forceinline__ void kg_attn_unpack8(const uint4 &raw, float (
   if (c == p->num_chunks - 1 || *end > len) *end = len;
 }
 
+/* Element offset of the token in slot `slot` of page pi (the pi-th of the request whose
+** pages start at indices[pbase]), for kv head h, feature 0; -1 when the page id is out
+** of range. Paged caches only (kv->indices set). */
+[[maybe_unused]] static __device__ __forceinline__ int64_t kg_attn_page_slot(const kg_kv_job *kv, int64_t pbase, uint32_t pi, uint32_t slot, int64_t h) {
+  const int64_t page = kv->indices[pbase + pi];
+  if (page < 0 || page >= kv->num_pages) return -1;
+  return page * kv->stride_page + h * kv->stride_h + (int64_t)slot * kv->stride_n;
+}
+
 /* Element offset of token t (0 <= t < length) of the request whose pages start
 ** at indices[pbase], for kv head h, feature 0; -1 when the page id is out of
 ** range. Token counts fit 32 bits (kg.h), so the division is 32-bit. */
 [[maybe_unused]] static __device__ __forceinline__ int64_t kg_attn_slot(const kg_kv_job *kv, int64_t pbase, int64_t t, int64_t h) {
   if (!kv->indices) return h * kv->stride_h + t * kv->stride_n;
   const uint32_t pi = (uint32_t)t / (uint32_t)kv->page_size;
-  const int64_t slot = t - (int64_t)pi * kv->page_size;
-  const int64_t page = kv->indices[pbase + pi];
-  if (page < 0 || page >= kv->num_pages) return -1;
-  return page * kv->stride_page + h * kv->stride_h + slot * kv->stride_n;
+  return kg_attn_page_slot(kv, pbase, pi, (uint32_t)t - pi * (uint32_t)kv->page_size, h);
 }
 
 /* RoPE partner of feature i < rd: the other element of its pair. */
@@ -473,25 +479,52 @@ static __device__ __forceinline__ float kg_dmma_max(float a, float b) { return a
 static __device__ __forceinline__ int kg_dmma_at(int r, int kc) { return (r * TC_CHK + (kc ^ (r & 7))) * 8; }
 
 /* Copies of the tile starting at token t0 into stage `st`: thread tid takes chunk
-** tid % TC_CHK of rows tid / TC_CHK + j * (TC_NW * 32 / TC_CHK). */
+** tid % TC_CHK of the TC_ITEMS consecutive rows from (tid / TC_CHK) * TC_ITEMS. A paged
+** cache's page and slot of the first row come from one division per tile, the next
+** rows step the slot; the page id is read again only when the slot wraps. Rows all
+** inside the chunk and one page (the common case) take the short path. */
 [[maybe_unused]] static __device__ __forceinline__ void kg_attn_cuda_decode_f16_hnd_d64_mma_issue(const kg_decode_job &p, kg_elem *ks, kg_elem *vs, int st, int64_t pbase, int64_t hk,
                                  int64_t t0, int64_t end, int tid) {
   const kg_elem *kc = (const kg_elem *)p.kv.k, *vc = (const kg_elem *)p.kv.v;
-  const int ch = tid % TC_CHK;
+  const int ch = tid % TC_CHK, r0 = tid / TC_CHK * TC_ITEMS;
+  const bool paged = p.kv.indices != 0;
+  const uint32_t ps = (uint32_t)p.kv.page_size;
+  uint32_t pi = 0, slot = 0;   /* page and slot of the row's token (paged caches) */
+  int64_t pg = -1;             /* offset of slot 0 of page pi for head hk; -1: a bad page id */
+  if (paged && t0 + r0 < end) {
+    pi = (uint32_t)(t0 + r0) / ps;
+    slot = (uint32_t)(t0 + r0) - pi * ps;
+    pg = kg_attn_page_slot(&p.kv, pbase, pi, 0, hk);
+    if (pg >= 0 && slot + TC_ITEMS <= ps && t0 + r0 + TC_ITEMS <= end) {   /* all rows live, in page pi */
+      const int64_t o = pg + (int64_t)slot * p.kv.stride_n + ch * 8;
+#pragma unroll
+      for (int j = 0; j < TC_ITEMS; j++) {
+        const int so = (st * TC_TT) * D + kg_dmma_at(r0 + j, ch);
+        kg_dmma_cp16(ks + so, kc + o + j * p.kv.stride_n, 16);
+        kg_dmma_cp16(vs + so, vc + o + j * p.kv.stride_n, 16);
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < TC_ITEMS; j++) {
-    const int r = tid / TC_CHK + j * (TC_NW * 32 / TC_CHK);
+    const int r = r0 + j;
     const int64_t t = t0 + r;
     int64_t o = hk * p.kv.stride_h;   /* dead or bad page: read page 0, bytes 0 or as kg_attn_slot says */
     int bytes = 0;
     if (t < end) {
-      const int64_t s = kg_attn_slot(&p.kv, pbase, t, hk);
+      const int64_t s = !paged ? hk * p.kv.stride_h + t * p.kv.stride_n : pg < 0 ? -1 : pg + (int64_t)slot * p.kv.stride_n;
       if (s >= 0) o = s;
       bytes = 16;
     }
     const int so = (st * TC_TT) * D + kg_dmma_at(r, ch);
     kg_dmma_cp16(ks + so, kc + o + ch * 8, bytes);
     kg_dmma_cp16(vs + so, vc + o + ch * 8, bytes);
+    if (paged && ++slot == ps) {   /* the next row starts page pi + 1 */
+      slot = 0;
+      pi++;
+      if (t + 1 < end) pg = kg_attn_page_slot(&p.kv, pbase, pi, 0, hk);
+    }
   }
 }
 
