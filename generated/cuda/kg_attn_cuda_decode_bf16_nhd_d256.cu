@@ -18,7 +18,8 @@
 ** - At the end the rows of a set merge their states through shared memory;
 **   one chunk: o / d and lse = m + log2 d go out, several: the normalized
 **   states go to the workspace and a second kernel merges them like
-**   kg_merge_states, one thread per (request, head, feature).
+**   kg_merge_states, one block per (request, head), its threads splitting
+**   the chunks and the features.
 ** Without RoPE on the fly the launcher runs a matrix-core kernel instead where
 ** the variant has one (below): CUDA head_dim <= 128 and groups <= 16
 ** (attn/decode_mma.kgt), HIP (attn/decode_wave_core.kgt). */
@@ -396,39 +397,69 @@ __global__ void __launch_bounds__(256, 2) kg_attn_cuda_decode_bf16_nhd_d256_kern
   }
 }
 
-/* Split-KV merge (kg_merge_states' rule): one thread per (request, q head,
-** feature); the threads of a head read its chunks' lse together (broadcast)
-** and their values coalesced. */
+/* Split-KV merge (kg_merge_states' rule): one block of 256 threads per (request, q
+** head). Thread (s, fq) takes features 4fq .. 4fq + 3 of the chunks c = s mod MS_S:
+** the slices' maxima meet in shared memory, then their weight sums and weighted values
+** (each chunk weighed by 2^(lse - max)), which slice 0 adds up and writes. */
+enum { MS_FQ = D / 4, MS_S = 256 / MS_FQ };
 __global__ void __launch_bounds__(256, 1) kg_attn_cuda_decode_bf16_nhd_d256_merge(const __grid_constant__ kg_decode_job p) {
-  const int64_t Hq = p.num_qo_heads, NC = p.num_chunks, n = p.kv.batch * Hq * D;
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-    const int64_t f = i % D, bh = i / D, h = bh % Hq, b = bh / Hq;
+  __shared__ float red_m[MS_S], red_w[MS_S], red_o[MS_S][D];
+  __shared__ int red_nan[MS_S];
+  const int64_t Hq = p.num_qo_heads, NC = p.num_chunks, rows = p.kv.batch * Hq;
+  const int tid = (int)threadIdx.x, s = tid / MS_FQ, fq = tid % MS_FQ;
+  for (int64_t bh = blockIdx.x; bh < rows; bh += gridDim.x) {
+    const int64_t h = bh % Hq, b = bh / Hq;
     const float *ls = p.part_lse + b * NC * Hq + h;
-    const float *vs = p.part_o + (b * NC * Hq + h) * D + f;
+    const float *vs = p.part_o + (b * NC * Hq + h) * D + 4 * fq;
     float mx = -INFINITY;
     int nan = 0;
-    for (int64_t c = 0; c < NC; c++) {
-      const float s = ls[c * Hq];
-      if (s > mx) mx = s;
-      if (s != s) nan = 1;
+    for (int64_t c = s; c < NC; c += MS_S) {
+      const float l = ls[c * Hq];
+      if (l > mx) mx = l;
+      if (l != l) nan = 1;
     }
-    kg_elem *out = (kg_elem *)p.o + b * p.o_sn + h * p.o_sh + f;
-    if (mx == -INFINITY && !nan) {
-      *out = __float2bfloat16_rn(0.0f);
-      if (p.lse && f == 0) p.lse[b * Hq + h] = -INFINITY;
+    if (fq == 0) { red_m[s] = mx; red_nan[s] = nan; }
+    __syncthreads();
+    mx = -INFINITY;
+    nan = 0;
+    for (int i = 0; i < MS_S; i++) {
+      if (red_m[i] > mx) mx = red_m[i];
+      nan |= red_nan[i];
+    }
+    kg_elem *out = (kg_elem *)p.o + b * p.o_sn + h * p.o_sh + 4 * fq;
+    if (mx == -INFINITY && !nan) {   /* every chunk empty (the same for the whole block) */
+      if (s == 0)
+        for (int e = 0; e < 4; e++) out[e] = __float2bfloat16_rn(0.0f);
+      if (p.lse && tid == 0) p.lse[b * Hq + h] = -INFINITY;
+      __syncthreads();   /* red_* are rewritten next row */
       continue;
     }
-    float wsum = 0.0f, acc = 0.0f;
-    for (int64_t c = 0; c < NC; c++) {
-      const float s = ls[c * Hq];
-      if (s == -INFINITY) continue;   /* an empty chunk */
-      const float w = kg_math_exp2(s - mx);
+    float wsum = 0.0f, acc[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+    for (int64_t c = s; c < NC; c += MS_S) {
+      const float l = ls[c * Hq];
+      if (l == -INFINITY) continue;   /* an empty chunk */
+      const float w = kg_math_exp2(l - mx);
+      const float4 v = *(const float4 *)(vs + c * Hq * D);
       wsum += w;
-      acc += w * vs[c * Hq * D];
+      acc[0] += w * v.x;
+      acc[1] += w * v.y;
+      acc[2] += w * v.z;
+      acc[3] += w * v.w;
     }
-    *out = __float2bfloat16_rn(acc * (1.0f / wsum));
-    if (p.lse && f == 0) p.lse[b * Hq + h] = mx + kg_math_log2(wsum);
+    if (fq == 0) red_w[s] = wsum;
+    for (int e = 0; e < 4; e++) red_o[s][4 * fq + e] = acc[e];
+    __syncthreads();
+    if (s == 0) {
+      wsum = 0.0f;
+      for (int i = 0; i < MS_S; i++) wsum += red_w[i];
+      for (int e = 0; e < 4; e++) {
+        float x = 0.0f;
+        for (int i = 0; i < MS_S; i++) x += red_o[i][4 * fq + e];
+        out[e] = __float2bfloat16_rn(x * (1.0f / wsum));
+      }
+      if (p.lse && fq == 0) p.lse[b * Hq + h] = mx + kg_math_log2(wsum);
+    }
+    __syncthreads();   /* red_* are rewritten next row */
   }
 }
 
@@ -447,7 +478,7 @@ extern "C" kg_status kg_attn_cuda_decode_bf16_nhd_d256(const kg_decode_job *job,
     }
   }
   if (job->num_chunks > 1) {
-    int64_t mb = (job->kv.batch * job->num_qo_heads * D + 255) / 256;
+    int64_t mb = job->kv.batch * job->num_qo_heads;   /* a block per (request, q head) */
     if (mb > 1048576) mb = 1048576;   /* the loop strides over the rest */
     dim3 grid((unsigned)mb), block(256);
     kg_attn_cuda_decode_bf16_nhd_d256_merge<<<grid, block, 0, stream>>>(*job);
