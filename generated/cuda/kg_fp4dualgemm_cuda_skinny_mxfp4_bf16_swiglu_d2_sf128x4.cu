@@ -7,7 +7,7 @@
 ** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two for m <= 16), so
 ** one MMA (mma.sync m16n8k16 bf16, f32 accumulation) takes 256 weights and, for
 ** m = 8 or 16, needs no padding rows. A warp takes 1
-** tile of 16 weight rows (one A fragment feeds 2 MMAs). A block is ks warps over
+** tile of 16 weight rows (the B fragments of an 8-row tile of A feed 2 MMAs). A block is ks warps over
 ** the same 16 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
@@ -28,7 +28,7 @@
 ** reloaded with chunk c + 2 as soon as chunk c is multiplied. Whole chunks load
 ** without checks; the last chunk, when k is not a multiple of 128, loads element
 ** by element with zeros past k (A and weights). Rows past n read row n - 1 and
-** rows of A from m on read row m - 1; neither is stored. One A fragment feeds the MMAs of both weights.
+** rows of A from m on read row m - 1; neither is stored. The B fragments of A feed the MMAs of both weights.
 ** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
 ** then the op. Grid: x = blocks of 16 rows, y = batch. */
 #include <cuda_runtime.h>

@@ -6,7 +6,7 @@
 ** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two for m <= 16), so
 ** one MMA (mma.sync m16n8k16 bf16, f32 accumulation) takes 256 weights and, for
 ** m = 8 or 16, needs no padding rows. A warp takes 2
-** tiles of 16 weight rows (one A fragment feeds 2 MMAs). A block is ks warps over
+** tiles of 16 weight rows (the B fragments of an 8-row tile of A feed 2 MMAs). A block is ks warps over
 ** the same 32 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
