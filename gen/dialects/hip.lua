@@ -186,6 +186,7 @@ return {
     end,
     mma = function(acc, a, b) return string.format("kg_skinny_mma(%s, %s, %s)", acc, a, b) end,
     load_stream = function(ptr) return string.format("*(const uint4 *)(%s)", ptr) end,
+    load_once = function(ptr) return string.format("*(const uint4 *)(%s)", ptr) end,
     load_helpers = "",
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit

@@ -97,9 +97,15 @@ static __device__ __forceinline__ void kg_skinny_mma(float (&c)[4], const uint4 
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0].z), "r"(a[1].z), "r"(a[0].w), "r"(a[1].w), "r"(b.z), "r"(b.w));
 }
-static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
   uint4 r;
   asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_once(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }

@@ -140,9 +140,15 @@ typedef struct fp4m_params {
   return kg_e4m3_dec(s);
 }
 
-static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {
   uint4 r;
   asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+}
+[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_once(const uint4 *p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }

@@ -20,8 +20,9 @@
 ** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
 ** passes. Reported as the worst error in tolerance units per variant.
 ** Cases: m 1, 5, 9, 12, 16 (every kernel) and 17, 100, 130 (mma kernels: m not a multiple of the 64-row
-** tile), n 1, 7, 129, 300 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544 and 4096
-** (ragged last chunk, kv not a multiple of 4), batched with per-batch and shared (batch stride
+** tile), n 1, 7, 129, 300, 2200 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 1280,
+** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
+** blocks than SMs, 8576: long K ranges per warp), batched with per-batch and shared (batch stride
 ** 0, one scale group) A / W0 / W1, C as a full matrix and as a bias row (ld 0), c NULL, NVFP4
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
@@ -154,6 +155,9 @@ static const dcase CASES[] = {
   { 1, 129, 4096, 0, 0, CN_FULL, CN_NONE, 1, 0 }, { 5, 9, 544, 3, 0, CN_FULL, CN_BIAS, 1, 0 },
   { 3, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 0 }, { 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 0, 0 },
   { 9, 65, 544, 0, 0, CN_FULL, CN_NONE, 1, 0 },   { 12, 33, 4096, 2, SH_A, CN_NONE, CN_BIAS, 1, 0 },
+  /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
+  { 9, 2200, 2560, 0, 0, CN_FULL, CN_NONE, 1, 0 }, { 12, 300, 1280, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0 },
+  { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 0, 0 },
   /* mma kernels only (m > 16) */
   { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
