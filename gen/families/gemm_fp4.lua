@@ -22,9 +22,11 @@ local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, m
                   hip = { warp = true, mma = true } }
 local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the warp and skinny kernels take (warp: accumulators per lane;
--- skinny: one 16-row MMA block).
-F.MAX_M = 16
+-- Largest m the small-M kernels take. warp: accumulators per lane. skinny: two
+-- 8-row tiles of A per block, and m > 16 in 16-row slices of A, each its own
+-- blocks, that dequantize the weights again (their reads shared through L2);
+-- measured on the H200 at or above the dequantize path up to m = 64.
+F.MAX_M = { warp = 16, skinny = 64 }
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: m <= 16 as one or two
 -- 8-row tiles of A; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
@@ -130,7 +132,7 @@ function F.common_descriptor(v, d)
   return {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
-    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. ((v.kernel == "warp" or v.kernel == "skinny") and tostring(F.MAX_M) or "0"),
+    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.MAX_M[v.kernel] or 0),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
@@ -158,7 +160,7 @@ function F.common_prepare(v, d, env)
   env.SF_OFF = SF_OFF[v.sf_layout]
   env.A4 = v.a_dtype == "fp4"                 -- W4A4: A is FP4 with scales
   env.SF_OFF_A = SF_OFF[v.sf_layout_a]
-  env.MAX_M = F.MAX_M
+  env.MAX_M = F.MAX_M[v.kernel] or 0
   env.MMA = F.MMA_TILE[v.backend]
   env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end

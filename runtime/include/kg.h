@@ -378,8 +378,9 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K).
-** GPU backends (CUDA, HIP): the `warp` kernels and the CUDA `skinny` kernels
-** (bf16 W4A16; weights dequantized in registers into mma.sync) take m <= 16, the `mma`
+** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the CUDA `skinny`
+** kernels (bf16 W4A16; weights dequantized in registers into mma.sync) m <= 64
+** (above 16 in 16-row slices of A, each dequantizing the weights again), the `mma`
 ** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
 ** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
 ** any m; a variant that does not take m is
@@ -390,7 +391,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks a kernel
-** without an m limit (the `mma` kernels: m > 16, or no small-M kernel takes
+** without an m limit (the `mma` kernels: m above the small-M limits, or no small-M kernel takes
 ** the problem) and exec->workspace holds kg_gemm_fp4_workspace_size's bytes
 ** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead
 ** dequantizes the FP4 operands into the workspace with the kg_fp4_dequantize

@@ -19,15 +19,16 @@
 ** output type's unit roundoff) + the type's subnormal spacing; D2 within the propagated error of D0 / D1 (|op'| <= 1.2) plus
 ** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
 ** passes. Reported as the worst error in tolerance units per variant.
-** Cases: m 1, 5, 9, 12, 16 (every kernel) and 17, 100, 130 (mma kernels: m not a multiple of the 64-row
-** tile), n 1, 7, 129, 300, 2200 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 1280,
+** Cases: m 1, 5, 9, 12, 16 (every kernel), 17 and 40 (mma and skinny kernels: 16-row slices of A, the
+** last partly filled) and 100, 130 (mma kernels: m not a multiple of the 64-row tile), n 1, 7, 129, 300, 2200 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
 ** blocks than SMs, 8576: long K ranges per warp), batched with per-batch and shared (batch stride
 ** 0, one scale group) A / W0 / W1, C as a full matrix and as a bias row (ld 0), c NULL, NVFP4
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
 ** with padded lds, batch gaps and guards before and after, and every byte is checked.
-** Statuses: warp and skinny variants refuse m = 17 (KG_ERROR_NOT_SUPPORTED, kg_explain names the limit),
+** Statuses: warp and skinny variants refuse m above their limit, 16 and 64 (KG_ERROR_NOT_SUPPORTED,
+** kg_explain names the limit; dispatch picks a skinny variant for m = 64, no workspace),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
@@ -37,7 +38,7 @@
 ** whose op and stores kg_dualgemm has a tensor-core variant for (has_tensorop: swiglu / geglu with D2
 ** only in the shipped specs), select then names "dequantize + kg_dualgemm_cuda_tensorop_*", and
 ** the results meet the tolerances above plus u * |alpha_i| * sum |a w_i| per operand of product i
-** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 17 .. 130, n 7
+** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 65 .. 130, n 7
 ** .. 300 (not multiples of the tensor-core tiles), ragged k, batched with per-batch W0 / W1 / A (own
 ** scale groups and global scales) and shared ones, C with beta and bias rows, W4A4, one unaligned
 ** case (the in-kernel variant runs). run_dual_path_statuses: the size of a batched problem (every
@@ -76,7 +77,7 @@ static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 /* ---- variants ---------------------------------------------------------------------------------- */
 typedef struct dvar {
   const char *name;
-  int small, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
+  int max_m, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
 } dvar;
 
 static int parse_layout(const char *s, int *l) {
@@ -95,7 +96,7 @@ static int parse_dvar(const char *name, dvar *v) {
   snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
   if (nt != 6 && nt != 8) return 0;
-  v->small = !strcmp(tok[0], "warp") || !strcmp(tok[0], "skinny");   /* m <= 16 kernels */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 64 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -157,9 +158,9 @@ static const dcase CASES[] = {
   { 9, 65, 544, 0, 0, CN_FULL, CN_NONE, 1, 0 },   { 12, 33, 4096, 2, SH_A, CN_NONE, CN_BIAS, 1, 0 },
   /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
   { 9, 2200, 2560, 0, 0, CN_FULL, CN_NONE, 1, 0 }, { 12, 300, 1280, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0 },
-  { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 0, 0 },
-  /* mma kernels only (m > 16) */
-  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
+  { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
+  /* m > 16: the mma kernels and, m <= 64, the skinny kernels (16-row slices of A) */
+  { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
   { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 0 },
 };
@@ -171,10 +172,10 @@ static const dcase CASES[] = {
 ** its own scale group and NVFP4 global scale) and shared ones; the last has unaligned lds (the
 ** in-kernel variant runs with the workspace too). */
 static const dcase PATH_CASES[] = {
-  { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },       { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
+  { 65, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },       { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
-  { 33, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },   { 40, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
-  { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },    { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
+  { 97, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },   { 72, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
+  { 80, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },    { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
 };
 #define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
@@ -449,15 +450,16 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   return ok;
 }
 
-/* Statuses: m = 17 on warp and skinny kernels, misaligned ldb0, split-K, odd k; D2 untouched. */
+/* Statuses: m above the limit of warp and skinny kernels, misaligned ldb0, split-K, odd k; D2
+** untouched; dispatch picks a skinny variant for m = its limit. */
 static int run_dual_statuses(const dvar *v) {
-  const int64_t n = 8, k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
-  const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, 17, kv, 1) : 0;
-  dbuf dA = up(NULL, (size_t)(17 * (k + 16) * 2)), dB = up(NULL, (size_t)(n * (k / 2 + 16))), dS = up(NULL, sfn);
-  dbuf dSA = up(NULL, sfan ? sfan : 1), dD = up(NULL, (size_t)(17 * n * 2));
+  const int64_t n = 8, k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz, m = v->max_m ? v->max_m + 1 : 17;
+  const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 0;
+  dbuf dA = up(NULL, (size_t)(m * (k + 16) * 2)), dB = up(NULL, (size_t)(n * (k / 2 + 16))), dS = up(NULL, sfn);
+  dbuf dSA = up(NULL, sfan ? sfan : 1), dD = up(NULL, (size_t)(m * n * 2));
   kg_dualgemm_fp4_args a;
   memset(&a, 0, sizeof a);
-  a.mode = KG_MODE_GEMM; a.batch_count = 1; a.m = 17; a.n = n; a.k = k;
+  a.mode = KG_MODE_GEMM; a.batch_count = 1; a.m = m; a.n = n; a.k = k;
   a.dtype = v->bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout; a.op = v->op;
   a.a = dA.p; a.lda = v->a_fp4 ? k / 2 : k;
   a.b0 = a.b1 = dB.p; a.ldb0 = a.ldb1 = k / 2; a.sf_b0 = a.sf_b1 = dS.p; a.sf_b0_bytes = a.sf_b1_bytes = sfn;
@@ -470,11 +472,24 @@ static int run_dual_statuses(const dvar *v) {
   int ok = 1;
   char buf[8192];
   kg_status st;
-  if (v->small && BACKEND != KG_BACKEND_C) {
+  if (v->max_m && BACKEND != KG_BACKEND_C) {
+    char want[64];
+    snprintf(want, sizeof want, "above the variant's limit %d", v->max_m);
     st = kg_dualgemm_fp4(&a, &e);
-    if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+    if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = %lld gave %s\n", v->name, (long long)m, kg_status_string(st)); ok = 0; }
     kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
-    if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %.300s\n", v->name, buf); ok = 0; }
+    if (!strstr(buf, want)) { printf("FAIL %s: explain for m = %lld: %.300s\n", v->name, (long long)m, buf); ok = 0; }
+  }
+  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {   /* skinny: dispatch picks it for m <= its limit, no workspace */
+    const char *sel = NULL;
+    size_t ws = 1;
+    kg_exec d = exec_for(NULL);
+    a.m = v->max_m;
+    if (kg_dualgemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+        kg_dualgemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || ws != 0) {
+      printf("FAIL %s: dispatch for m = %d chose %s (workspace %zu bytes)\n", v->name, v->max_m, sel ? sel : "-", ws);
+      ok = 0;
+    }
   }
   a.m = 4;
   if (v->a_fp4) a.sf_a_bytes = ref_sf_bytes(v->layout_a, 4, kv, 1);
@@ -501,14 +516,14 @@ static int run_dual_statuses(const dvar *v) {
 }
 
 /* The dequantize path's contract for an any-M variant v, batched (3 batches: W0 and A per batch, W1
-** shared; NVFP4 global scales per group; m = 40, aligned C / D): the workspace size (on a GPU where
+** shared; NVFP4 global scales per group; m = 72, aligned C / D): the workspace size (on a GPU where
 ** kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2 bytes, + 3 * m * round8(k) * 2 for
 ** W4A4; else 0), explain's lines without and with the workspace (or why the path is not taken), a short
 ** workspace (in-kernel variant), v forced by name (never the path), the path forced by its name with a
 ** short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C backend KG_ERROR_NOT_SUPPORTED); nothing is
 ** written. */
 static int run_dual_path_statuses(const dvar *v) {
-  const int64_t m = 40, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
+  const int64_t m = 72, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
   const int64_t ldd = 32, bsd = m * ldd, ldb = k / 2, lda = v->a_fp4 ? k / 2 : k;
   const size_t sf0 = ref_sf_bytes(v->layout, n, kv, batch), sf1 = ref_sf_bytes(v->layout, n, kv, 1);
   const size_t sfa = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, batch) : 1;
@@ -681,18 +696,18 @@ int main(int argc, char **argv) {
       double worst = 0.0;
       int fails = 0, path_runs = 0;
       for (int c = 0; c < NCASES; c++) {
-        if (v.small && CASES[c].m > 16) continue;
+        if (v.max_m && CASES[c].m > v.max_m) continue;
         if (run_dual(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
-      if (!v.small) {
+      if (!v.max_m) {
         for (int c = 0; c < NPATH; c++)
           for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
             if (run_dual(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
         if (run_dual_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       }
       printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
-             v.small ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
+             v.max_m ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
     } else if (!strncmp(name, APREFIX, strlen(APREFIX))) {
       const char *dt = name + strlen(APREFIX);
       const kg_dtype t = !strcmp(dt, "f32") ? KG_F32 : !strcmp(dt, "f16") ? KG_F16 : KG_BF16;

@@ -17,22 +17,24 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel) and {17, 64, 100, 130, 257} (mma kernels),
+** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 40, 64} (mma and skinny kernels: 16-row
+** slices of A, the last partly filled) and {100, 130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200}, k in {2, 30, 64, 200, 544, 1280, 2560, 4096, 8576} (ragged
 ** chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block; 2200 rows:
 ** more skinny blocks than SMs, 8576: long K ranges per warp), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
 ** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
-** must be untouched. Statuses: m = 17 on a warp kernel -> KG_ERROR_NOT_SUPPORTED (with a
-** kg_explain line saying the limit), a misaligned lda -> KG_ERROR_MISALIGNED_OPERAND, odd k ->
-** KG_ERROR_INVALID_PROBLEM (m = 17 the same on skinny kernels), and nothing written.
+** must be untouched. Statuses: m above the limit of a warp (16) or skinny (64) kernel ->
+** KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the limit), a misaligned lda ->
+** KG_ERROR_MISALIGNED_OPERAND, odd k -> KG_ERROR_INVALID_PROBLEM, and nothing written; dispatch picks a
+** skinny variant for m = 64 (no workspace: the dequantize path is not taken).
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
 ** NULL), once without a workspace (select must name the variant) and once with a workspace of
 ** kg_gemm_fp4_workspace_size's bytes filled with NaN bytes: on the GPU the size must be > 0 exactly for
 ** the bf16 cases whose ldc / ldd are multiples of 8, select then names "dequantize + kg_gemm_cuda_tensorop_*",
 ** and the result meets the same tolerance plus u * |alpha| * sum |a w| per operand with an NVFP4 global
-** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 17 .. 257 (not multiples of the
+** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 65 .. 257 (above the small-M kernels; not multiples of the
 ** 128-row tile), n 7 .. 300, k 30 .. 4096, C with beta, bias rows, W4A4, MXFP4 and NVFP4 with and without
 ** global scales, and one case with unaligned lds (the in-kernel variant runs). run_path_statuses checks
 ** the size (n * round8(k) * 2, + m * round8(k) * 2 for W4A4), explain's lines, a short or misaligned
@@ -60,7 +62,7 @@ static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
 static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
-typedef struct gvar { const char *name; int small, format, bf, layout, a_fp4, layout_a; } gvar;
+typedef struct gvar { const char *name; int max_m, format, bf, layout, a_fp4, layout_a; } gvar;
 
 static int layout_of(const char *lay) {
   return !strcmp(lay, "linear") ? KG_SF_LINEAR : !strcmp(lay, "128x4") ? KG_SF_SWIZZLED_128X4
@@ -75,7 +77,7 @@ static int parse(const char *name, gvar *v) {
   for (char *p = strtok(buf, "_"); p && nt < 8; p = strtok(NULL, "_")) tok[nt++] = p;
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
-  v->small = !strcmp(tok[0], "warp") || !strcmp(tok[0], "skinny");   /* m <= 16 kernels */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 64 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->layout = layout_of(tok[3] + 2);
@@ -271,7 +273,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
 
 /* Statuses: m above the limit (GPU), misaligned lda (GPU), odd k; D untouched. */
 static int run_statuses(const gvar *v) {
-  const int64_t n = 8, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, m = 17;
+  const int64_t n = 8, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, m = v->max_m ? v->max_m + 1 : 17;
   size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * n * 2);
   size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   uint8_t *dSA = dev_alloc(sfan);
@@ -289,11 +291,24 @@ static int run_statuses(const gvar *v) {
   int ok = 1;
   char buf[4096];
   kg_status st;
-  if (v->small && BACKEND != KG_BACKEND_C) {   /* the mma kernels take any m (and would write D) */
+  if (v->max_m && BACKEND != KG_BACKEND_C) {   /* the mma kernels take any m (and would write D) */
+    char want[64];
+    snprintf(want, sizeof want, "above the variant's limit %d", v->max_m);
     st = kg_gemm_fp4(&a, &e);
-    if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = 17 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
+    if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: m = %lld gave %s\n", v->name, (long long)m, kg_status_string(st)); ok = 0; }
     kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
-    if (!strstr(buf, "above the variant's limit 16")) { printf("FAIL %s: explain for m = 17: %s\n", v->name, buf); ok = 0; }
+    if (!strstr(buf, want)) { printf("FAIL %s: explain for m = %lld: %s\n", v->name, (long long)m, buf); ok = 0; }
+  }
+  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {   /* skinny: dispatch picks it for m <= its limit, no workspace */
+    const char *sel = NULL;
+    size_t ws = 1;
+    kg_exec d = exec_for(NULL);
+    a.m = v->max_m;
+    if (kg_gemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+        kg_gemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || ws != 0) {
+      printf("FAIL %s: dispatch for m = %d chose %s (workspace %zu bytes)\n", v->name, v->max_m, sel ? sel : "-", ws);
+      ok = 0;
+    }
   }
   a.m = 4;
   if (v->a_fp4) a.sf_a_bytes = ref_sf_bytes(v->layout_a, 4, kv, 1);
@@ -325,7 +340,7 @@ static int run_statuses(const gvar *v) {
 ** kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the C backend KG_ERROR_NOT_SUPPORTED); refused calls
 ** write nothing. */
 static int run_path_statuses(const gvar *v) {
-  const int64_t m = 40, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
+  const int64_t m = 72, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
   const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
   const size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   const float gs = 3.0f;
@@ -483,8 +498,9 @@ int main(int argc, char **argv) {
     { 5, 33, 544, 1, 1, 1, 0 }, { 8, 65, 200, 1, 0, 1, 0 }, { 9, 33, 4096, 1, 1, 0, 0 }, { 12, 129, 544, 0, 0, 1, 0 },
     /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
     { 5, 2200, 2560, 1, 0, 1, 0 }, { 16, 33, 8576, 0, 1, 1, 0 }, { 1, 300, 1280, 1, 0, 0, 0 },
-    /* mma kernels only (m > 16: not multiples of the 64 x 64 tile) */
-    { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
+    /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 64, the skinny kernels
+    ** (16-row slices of A, the last one partly filled) */
+    { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
     { 257, 65, 64, 0, 0, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
@@ -492,8 +508,8 @@ int main(int argc, char **argv) {
   ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
   ** unaligned lds: the in-kernel variant runs with the workspace too */
   static const gcase PATH_CASES[] = {
-    { 17, 7, 30, 1, 0, 1, 1 }, { 100, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
-    { 257, 65, 64, 0, 0, 1, 1 }, { 64, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
+    { 65, 7, 30, 1, 0, 1, 1 }, { 100, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
+    { 257, 65, 64, 0, 0, 1, 1 }, { 72, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
     { 100, 129, 200, 1, 0, 1, 0 },
   };
   int nv = 0;
@@ -506,18 +522,18 @@ int main(int argc, char **argv) {
     double worst = 0.0;
     int fails = 0, path_runs = 0;
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
-      if (v.small && CASES[c].m > 16) continue;
+      if (v.max_m && CASES[c].m > v.max_m) continue;
       if (run_case(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
-    if (!v.small) {
+    if (!v.max_m) {
       for (size_t c = 0; c < sizeof PATH_CASES / sizeof PATH_CASES[0]; c++)
         for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
           if (run_case(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       if (run_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     }
     printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
-           v.small ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
+           v.max_m ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");
   }
   if (nv == 0) { printf("FAIL no %s* variants compiled in\n", VPREFIX); g_fail++; }
   summary();
