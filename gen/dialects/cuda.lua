@@ -2,6 +2,19 @@
 -- writing CUDA spellings themselves.
 local fmt = require("lib.fmt")  -- integers in emitted code: same text under LuaJIT and Lua 5.4
 
+-- A 16-byte global load that skips L1 (ld.global.nc.L1::no_allocate), as the
+-- device function `name`; l2 is an extra qualifier (an L2 fill size) or "".
+local function ld_nc16(name, l2)
+  return table.concat({
+    "[[maybe_unused]] static __device__ __forceinline__ uint4 " .. name .. "(const uint4 *p) {",
+    "  uint4 r;",
+    '  asm volatile("ld.global.nc.L1::no_allocate' .. l2 .. '.v4.u32 {%0, %1, %2, %3}, [%4];\\n"',
+    '               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));',
+    "  return r;",
+    "}",
+  }, "\n")
+end
+
 return {
   name = "cuda",
   dir = "cuda",
@@ -347,20 +360,7 @@ return {
     -- load_once: the same without the L2 fill size (the FP4 skinny kernel, whose
     -- warps read 64 bytes of a row per chunk: measured faster without it)
     load_once = function(ptr) return string.format("kg_ld_once((const uint4 *)(%s))", ptr) end,
-    load_helpers = table.concat({
-      "[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_stream(const uint4 *p) {",
-      "  uint4 r;",
-      '  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\\n"',
-      '               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));',
-      "  return r;",
-      "}",
-      "[[maybe_unused]] static __device__ __forceinline__ uint4 kg_ld_once(const uint4 *p) {",
-      "  uint4 r;",
-      '  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\\n"',
-      '               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));',
-      "  return r;",
-      "}",
-    }, "\n"),
+    load_helpers = table.concat({ ld_nc16("kg_ld_stream", ".L2::256B"), ld_nc16("kg_ld_once", "") }, "\n"),
     -- FP4 skinny kernel: first k of the lane's 32 inside a 128-wide K chunk
     fp4_k_off = function(lane) return "((" .. lane .. " & 3) << 5)" end,
     -- FP4 weights on the skinny kernel (templates/fp4/gemm_skinny.kgt): device

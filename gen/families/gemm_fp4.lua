@@ -27,8 +27,8 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- blocks, that dequantize the weights again (their reads shared through L2);
 -- measured on the H200 at or above the dequantize path up to m = 64.
 F.MAX_M = { warp = 16, skinny = 64 }
--- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: m <= 16 as one or two
--- 8-row tiles of A; up to KSPLIT_MAX warps split K (the launch picks how many); a
+-- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
+-- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
 -- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
 -- * NB * 8 per lane).
