@@ -137,8 +137,8 @@ typedef struct fp4s_params {
   float alpha[NB], beta[NB];
   int64_t m, n, k, kv;
   int ksplit;                                      /* warps per block (split K) */
+  int per;                                         /* 128-wide K chunks per warp: ceil(chunks / ksplit) */
   int slices;                                      /* 16-row slices of A: grid x = tiles * slices */
-  int sf16;                                        /* scale pairs at even addresses: 2-byte loads */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -242,29 +242,37 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swi
 }
 
 /* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
-** PR: ring slots. */
-template <int MT, int RT, int PR>
+** PR: ring slots, SF16: p.sf16 (scale pairs in 2-byte loads). */
+template <int MT, int RT, int PR, int SF16>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
+#pragma unroll 1
   for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_mult((uint32_t)s);
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
   const int gl = lane >> 2, tl = lane & 3;
-  const int64_t tile = (int64_t)blockIdx.x / p.slices, m0 = 16 * ((int64_t)blockIdx.x - tile * p.slices);
+  const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
+  const int64_t tile = tile32, m0 = 16 * (int64_t)(bx - tile32 * (unsigned)p.slices);
   const int64_t n0 = tile * (16 * RT);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
   const int64_t z = blockIdx.y;   /* batch */
   /* this lane's A rows gl (+ 8), element 32 tl of each chunk. Rows from m on read row
   ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
+  /* K range of the warp: chunks c_beg .. c_end - 1; below `whole` they lie inside k */
+  const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
+  const int64_t c_beg = (int64_t)kw * p.per, c_end = c_beg + p.per < chunks ? c_beg + p.per : chunks;
+  const int live = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;   /* whole chunks */
   const __nv_bfloat16 *arow[MT];
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
     const int64_t ar = m0 + gl + 8 * mt < p.m ? m0 + gl + 8 * mt : p.m - 1;
-    arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl;
+    arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl + c_beg * KC;
   }
   /* this lane's weight rows n0 + 16 (r / 2) + gl + 8 (r % 2), clamped to n - 1 (read, never
-  ** stored); byte 16 tl of each chunk. Scale offsets are separable, off(g, row, kb) =
-  ** off(g, row, 0) + off(0, 0, kb), and the lane's kb is even, so kb + 1 is the next byte. */
+  ** stored); byte 16 tl of chunk c_beg. Scale offsets are separable, off(g, row, kb) =
+  ** off(g, row, 0) + off(0, 0, kb), off(0, 0, kb) is linear in kb over multiples of 4 (one
+  ** chunk: 8 bytes), and the lane's kb is even, so kb + 1 is the next byte. */
+  const int64_t sf_lane = kg_sf_off_linear(p.n, p.kv, 0, 0, c_beg * (KC / 16) + 2 * tl);
   const uint8_t *wrow[NB][2 * RT], *sfrow[NB][2 * RT];
   int64_t g[NB];
 #pragma unroll
@@ -273,8 +281,8 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
 #pragma unroll
     for (int r = 0; r < 2 * RT; r++) {
       const int64_t row = n0 + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
-      wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl;
-      sfrow[i][r] = p.sf[i] + kg_sf_off_linear(p.n, p.kv, g[i], rc, 0);
+      wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl + c_beg * (KC / 2);
+      sfrow[i][r] = p.sf[i] + kg_sf_off_linear(p.n, p.kv, g[i], rc, 0) + sf_lane;
     }
   }
   float acc[NB][RT][2][ACC];
@@ -288,56 +296,59 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
         for (int e = 0; e < ACC; e++) acc[i][rt][mt][e] = 0.0f;
   __syncthreads();   /* sfmul written */
 
-  /* K ranges: whole 128-chunks split over the ks warps; chunks below `whole` lie inside k */
-  const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
-  const int64_t per = (chunks + ks - 1) / ks;
-  const int64_t c_beg = kw * per, c_end = c_beg + per < chunks ? c_beg + per : chunks;
-  const int64_t c_whole = c_end < whole ? c_end : whole;
   /* Ring of PR slots: chunk c + j (c = c_beg + PR x) lives in slot j; once multiplied, the
-  ** slot loads chunk c + j + PR (zeros from c_whole on), so PR chunks stay in flight. */
+  ** slot loads chunk c + j + PR (when whole), so PR chunks stay in flight. The pointers move
+  ** PR chunks per step: the loads take constant offsets. */
   fp4s_chunk<RT> ring[PR];
-#define FP4S_LOAD(slot, cc) do {                                                            \
-    const bool live_ = (cc) < c_whole;                                                      \
-    const int64_t so_ = kg_sf_off_linear(p.n, p.kv, 0, 0, (live_ ? (cc) : 0) * (KC / 16) + 2 * tl); \
+#define FP4S_LOAD(slot, j) do {                                                             \
     _Pragma("unroll") for (int i = 0; i < NB; i++)                                          \
     _Pragma("unroll") for (int r = 0; r < 2 * RT; r++) {                                    \
-      (slot).w[i][r] = live_ ? kg_ld_once((const uint4 *)(wrow[i][r] + (cc) * (KC / 2))) : make_uint4(0u, 0u, 0u, 0u); \
-      (slot).s[i][r] = !live_ ? 0u : p.sf16 ? (uint32_t)*reinterpret_cast<const uint16_t *>(sfrow[i][r] + so_) \
-                                   : (uint32_t)sfrow[i][r][so_] | (uint32_t)sfrow[i][r][so_ + 1] << 8; \
+      (slot).w[i][r] = kg_ld_once((const uint4 *)(wrow[i][r] + (j) * (KC / 2)));                              \
+      const uint8_t *s_ = sfrow[i][r] + (j) * 8;                                         \
+      (slot).s[i][r] = SF16 ? (uint32_t)*reinterpret_cast<const uint16_t *>(s_)              \
+                            : (uint32_t)s_[0] | (uint32_t)s_[1] << 8;                       \
     }                                                                                       \
   } while (0)
 #pragma unroll
-  for (int j = 0; j < PR; j++) FP4S_LOAD(ring[j], c_beg + j);
-  for (int64_t c = c_beg; c < c_whole; c += PR) {
+  for (int j = 0; j < PR; j++)
+    if (j < live) FP4S_LOAD(ring[j], j);
+  int c = 0;   /* chunks the pointers have moved */
+  for (; c < live; c += PR) {
 #pragma unroll
     for (int j = 0; j < PR; j++) {
-      if (c + j >= c_whole) break;   /* the same for the whole warp */
-      const int64_t ka = (c + j) * KC;
+      if (c + j >= live) break;   /* the same for the whole warp */
       uint32_t b[2][8][2];
 #pragma unroll
       for (int mt = 0; mt < MT; mt++) {
         uint4 av[4];
 #pragma unroll
-        for (int q = 0; q < 4; q++) av[q] = __ldg(reinterpret_cast<const uint4 *>(arow[mt] + ka + 8 * q));
+        for (int q = 0; q < 4; q++) av[q] = __ldg(reinterpret_cast<const uint4 *>(arow[mt] + j * KC + 8 * q));
         fp4s_bfrag(b[mt], av);
       }
       kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_chunk<MT, RT>(acc, ring[j], b, sfmul);
-      FP4S_LOAD(ring[j], c + j + PR);
+      if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
     }
+#pragma unroll
+    for (int i = 0; i < NB; i++)
+#pragma unroll
+      for (int r = 0; r < 2 * RT; r++) { wrow[i][r] += PR * (KC / 2); sfrow[i][r] += PR * 8; }
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
   }
 #undef FP4S_LOAD
-  if (c_end > c_whole) {
-    /* the last chunk, cut by k (k is even: whole bytes): element by element, zeros past k */
-    const int64_t kk = c_whole * KC + 32 * tl;
+  if (c_beg <= whole && whole < c_end) {
+    /* the last chunk (whole), cut by k (k is even: whole bytes): element by element, zeros
+    ** past k; it is chunk live - c from where the pointers are */
+    const int64_t kk = whole * KC + 32 * tl, ct = live - c;
     const int nk = p.k - kk <= 0 ? 0 : p.k - kk >= 32 ? 32 : (int)(p.k - kk);   /* live k of the lane */
     fp4s_chunk<RT> t;
-    const int64_t so = kg_sf_off_linear(p.n, p.kv, 0, 0, nk > 0 ? kk / 16 : 0);
+    const int64_t so = ct * 8;
 #pragma unroll
     for (int i = 0; i < NB; i++)
 #pragma unroll
       for (int r = 0; r < 2 * RT; r++) {
         uint32_t wb[4] = { 0u, 0u, 0u, 0u };
-        for (int b = 0; b < nk / 2; b++) wb[b >> 2] |= (uint32_t)wrow[i][r][c_whole * (KC / 2) + b] << (8 * (b & 3));
+        for (int b = 0; b < nk / 2; b++) wb[b >> 2] |= (uint32_t)wrow[i][r][ct * (KC / 2) + b] << (8 * (b & 3));
         t.w[i][r] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
         t.s[i][r] = (nk > 0 ? (uint32_t)sfrow[i][r][so] : 0u) | (nk > 16 ? (uint32_t)sfrow[i][r][so + 1] << 8 : 0u);
       }
@@ -347,7 +358,7 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
       uint32_t h[16];   /* the lane's 32 k of A, zero past k */
 #pragma unroll
       for (int e = 0; e < 32; e += 2) {
-        const uint16_t *ae = reinterpret_cast<const uint16_t *>(arow[mt]) + c_whole * KC + e;
+        const uint16_t *ae = reinterpret_cast<const uint16_t *>(arow[mt]) + ct * KC + e;
         h[e >> 1] = (e < nk ? (uint32_t)ae[0] : 0u) | (e + 1 < nk ? (uint32_t)ae[1] << 16 : 0u);
       }
       uint4 av[4];
@@ -419,19 +430,25 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_para
   p.m = args->m; p.n = args->n; p.k = args->k;
   p.kv = (args->k + 15) / 16;
   p.ksplit = 1;
+  p.per = 0;
   p.slices = (int)((args->m + 15) / 16);
-  /* A lane's two scale bytes (blocks kb, kb + 1, kb even) sit at an even offset from the
-  ** scale base unless rows of the linear layout have an odd kv. */
-  p.sf16 = p.kv % 2 == 0;
-  for (int i = 0; i < NB; i++) p.sf16 = p.sf16 && (uintptr_t)p.sf[i] % 2u == 0;
   *batches_out = batches;
   return p;
 }
 
-/* Launch the kernel with MT 8-row tiles of A. ks: the most warps per block (<= one per
+/* 1 when every lane's two scale bytes (blocks kb, kb + 1, kb even) sit at an even address:
+** even scale pointers, and even kv for the linear layout (its rows start kv bytes apart). */
+static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sf16(const kg_dualgemm_fp4_args *args) {
+  int even = (args->k + 15) / 16 % 2 == 0;
+  even = even && (uintptr_t)args->sf_b0 % 2u == 0;
+  even = even && (uintptr_t)args->sf_b1 % 2u == 0;
+  return even;
+}
+
+/* Launch the kernel with MT 8-row tiles of A (SF16: kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sf16). ks: the most warps per block (<= one per
 ** K chunk) for which the SMs hold every block of the grid at once (blocks per SM from
 ** the occupancy query, cached per ks). */
-template <int MT>
+template <int MT, int SF16>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
@@ -449,7 +466,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel<MT, 1, 2>, ks * WS, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel<MT, 1, 2, SF16>, ks * WS, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -458,14 +475,16 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch
     if (blocks <= sms * nb) break;
   }
   p.ksplit = ks;
+  p.per = (int)((chunks + ks - 1) / ks);
   dim3 grid((unsigned)tiles, (unsigned)batches);
   dim3 block((unsigned)(ks * WS));
-  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel<MT, 1, 2><<<grid, block, smem, stream>>>(p);
+  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel<MT, 1, 2, SF16><<<grid, block, smem, stream>>>(p);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  return args->m > 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<1>(args, exec);
+  if (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sf16(args)) return args->m > 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<2, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<1, 1>(args, exec);
+  return args->m > 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<2, 0>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<1, 0>(args, exec);
 }

@@ -20,9 +20,11 @@
 ** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
 ** passes. Reported as the worst error in tolerance units per variant.
 ** Cases: m 1, 5, 9, 12, 16 (every kernel), 17 and 40 (mma and skinny kernels: 16-row slices of A, the
-** last partly filled) and 100, 130 (mma kernels: m not a multiple of the 64-row tile), n 1, 7, 129, 300, 2200 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 1280,
+** last partly filled) and 100, 130 (mma kernels: m not a multiple of the 64-row tile), n 1, 7,
+** 129, 300, 2200, 7000 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
-** blocks than SMs, 8576: long K ranges per warp), batched with per-batch and shared (batch stride
+** blocks than SMs, 8576: long K ranges per warp, 7000 x 600: K chunks that do not divide evenly
+** over the warps), batched with per-batch and shared (batch stride
 ** 0, one scale group) A / W0 / W1, C as a full matrix and as a bias row (ld 0), c NULL, NVFP4
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
@@ -159,6 +161,8 @@ static const dcase CASES[] = {
   /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
   { 9, 2200, 2560, 0, 0, CN_FULL, CN_NONE, 1, 0 }, { 12, 300, 1280, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0 },
   { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
+  /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks: one warp owns none */
+  { 1, 7000, 600, 0, 0, CN_NONE, CN_FULL, 1, 0 },
   /* m > 16: the mma kernels and, m <= 64, the skinny kernels (16-row slices of A) */
   { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },

@@ -19,9 +19,10 @@
 **
 ** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 40, 64} (mma and skinny kernels: 16-row
 ** slices of A, the last partly filled) and {100, 130, 257} (mma kernels),
-** n in {1, 7, 33, 65, 129, 300, 2200}, k in {2, 30, 64, 200, 544, 1280, 2560, 4096, 8576} (ragged
-** chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block; 2200 rows:
-** more skinny blocks than SMs, 8576: long K ranges per warp), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
+** n in {1, 7, 33, 65, 129, 300, 2200, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
+** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
+** not divide evenly over the warps), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
 ** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
@@ -498,6 +499,9 @@ int main(int argc, char **argv) {
     { 5, 33, 544, 1, 1, 1, 0 }, { 8, 65, 200, 1, 0, 1, 0 }, { 9, 33, 4096, 1, 1, 0, 0 }, { 12, 129, 544, 0, 0, 1, 0 },
     /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
     { 5, 2200, 2560, 1, 0, 1, 0 }, { 16, 33, 8576, 0, 1, 1, 0 }, { 1, 300, 1280, 1, 0, 0, 0 },
+    /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks (its grid fills the
+    ** GPU): one warp owns none, one only the ragged chunk */
+    { 1, 14336, 600, 0, 0, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
     /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 64, the skinny kernels
     ** (16-row slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
