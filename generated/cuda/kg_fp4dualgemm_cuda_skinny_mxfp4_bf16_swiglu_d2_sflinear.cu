@@ -280,7 +280,8 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
   ** off(g, row, 0) + off(0, 0, kb), off(0, 0, kb) is linear in kb over multiples of 4 (one
   ** chunk: 4 bytes), and the lane's kb. */
   const int64_t sf_lane = kg_sf_off_linear(p.n, p.kv, 0, 0, c_beg * (KC / 32) + 1 * tl);
-  const uint8_t *wrow[NB][2 * RT], *sfrow[NB][2 * RT];
+  constexpr bool SF1 = MT >= 3;
+  const uint8_t *wrow[NB][2 * RT], *sfrow[NB][SF1 ? 1 : 2 * RT];
   int64_t g[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
@@ -289,9 +290,13 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
     for (int r = 0; r < 2 * RT; r++) {
       const int64_t row = n0 + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
       wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl + c_beg * (KC / 2);
-      sfrow[i][r] = p.sf[i] + kg_sf_off_linear(p.n, p.kv, g[i], rc, 0) + sf_lane;
+      if (!SF1) sfrow[i][SF1 ? 0 : r] = p.sf[i] + kg_sf_off_linear(p.n, p.kv, g[i], rc, 0) + sf_lane;
     }
   }
+  /* SF1: rows past n read their scales in the layout's row padding (never stored) */
+#pragma unroll
+  for (int i = 0; i < NB; i++)
+    if (SF1) sfrow[i][0] = p.sf[i] + kg_sf_off_linear(p.n, p.kv, g[i], n0 + gl, 0) + sf_lane;
   float acc[NB][RT][2][ACC];
 #pragma unroll
   for (int i = 0; i < NB; i++)
@@ -310,7 +315,7 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
     _Pragma("unroll") for (int i = 0; i < NB; i++)                                          \
     _Pragma("unroll") for (int r = 0; r < 2 * RT; r++) {                                    \
       (slot).w[i][r] = kg_ld_once((const uint4 *)(wrow[i][r] + (j) * (KC / 2)));                              \
-      (slot).s[i][r] = (uint32_t)sfrow[i][r][(j) * 4];                                \
+      (slot).s[i][r] = (uint32_t)(sfrow[i][SF1 ? 0 : r] + (SF1 ? (r) * 128 : 0))[(j) * 4];                                \
     }                                                                                       \
   } while (0)
 #pragma unroll
@@ -333,9 +338,12 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
       if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
     }
 #pragma unroll
-    for (int i = 0; i < NB; i++)
+    for (int i = 0; i < NB; i++) {
 #pragma unroll
-      for (int r = 0; r < 2 * RT; r++) { wrow[i][r] += PR * (KC / 2); sfrow[i][r] += PR * 4; }
+      for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 4;
+#pragma unroll
+      for (int r = 0; r < 2 * RT; r++) wrow[i][r] += PR * (KC / 2);
+    }
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
   }
@@ -354,7 +362,7 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
         uint32_t wb[4] = { 0u, 0u, 0u, 0u };
         for (int b = 0; b < nk / 2; b++) wb[b >> 2] |= (uint32_t)wrow[i][r][ct * (KC / 2) + b] << (8 * (b & 3));
         t.w[i][r] = make_uint4(wb[0], wb[1], wb[2], wb[3]);
-        t.s[i][r] = nk > 0 ? (uint32_t)sfrow[i][r][so] : 0u;
+        t.s[i][r] = nk > 0 ? (uint32_t)(sfrow[i][SF1 ? 0 : r] + (SF1 ? (r) * 128 : 0))[so] : 0u;
       }
     uint32_t b[2][8][2];
 #pragma unroll

@@ -153,13 +153,55 @@ typedef struct fp4g_params {
   return make_uint4(wb[0], wb[1], wb[2], wb[3]);
 }
 
-/* e2m1(q) * scale of the 32 elements of a chunk: elements 0..15 take s0, 16..31 s1. */
+/* Byte permute (PTX prmt.b32, default mode): byte n of the result is byte (s >> 4n) & 7 of
+** {a, b} (bytes 0..3 of a, then of b), or that byte's sign bit repeated where bit 4n+3 of s
+** is set. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_prmt(uint32_t a, uint32_t b, uint32_t s) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+}
+/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] has the bits of
+** kg_e2m1_dec(code j). A magnitude's upper 16 bits (the lower 16 are zero) are two lookups
+** in 8-entry byte tables, four codes per permute; the sign is the code's bit 3. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {
+  const uint32_t mag = w & 0x77777777u, sh = w << 4;   /* sh: sign of code 2i at bit 7 of byte i */
+#pragma unroll
+  for (int h = 0; h < 2; h++) {                       /* codes 4h .. 4h+3 */
+    const uint32_t sel = h ? mag >> 16 : mag;
+    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 16..23 */
+    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 24..31 */
+                        (kg_fp4_prmt(sh, w, h ? 0xfbeau : 0xd9c8u) & 0x80808080u);
+    const uint32_t p0 = kg_fp4_prmt(b2, b3, 0x5140u), p1 = kg_fp4_prmt(b2, b3, 0x7362u);
+    f[4 * h] = __uint_as_float(p0 << 16);
+    f[4 * h + 1] = __uint_as_float(p0 & 0xffff0000u);
+    f[4 * h + 2] = __uint_as_float(p1 << 16);
+    f[4 * h + 3] = __uint_as_float(p1 & 0xffff0000u);
+  }
+}
+/* lo, hi rounded to nearest even (cvt.rn, as __float2half_rn / __float2bfloat16_rn) and
+** packed: lo in bits 0..15, hi in bits 16..31. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_f16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_bf16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+/* e2m1(q) * scale of the 32 elements of a chunk: elements 0..15 take s0, 16..31 s1 (codes
+** decoded eight at a time by byte permutes, with kg_e2m1_dec's bits). */
 [[maybe_unused]] static __device__ __forceinline__ void kg_fp4dualgemm_cuda_warp_mxfp4_bf16_swiglu_d2_sf128x4_decode(const uint4 &raw, float s0, float s1, float (&out)[KCHUNK]) {
   const uint32_t wq[4] = { raw.x, raw.y, raw.z, raw.w };
 #pragma unroll
-  for (int q = 0; q < 4; q++)
+  for (int q = 0; q < 4; q++) {
+    float f[8];
+    kg_fp4_dec8(wq[q], f);
 #pragma unroll
-    for (int t = 0; t < 8; t++) out[q * 8 + t] = kg_e2m1_dec((wq[q] >> (4 * t)) & 15u) * (q < 2 ? s0 : s1);
+    for (int t = 0; t < 8; t++) out[q * 8 + t] = f[t] * (q < 2 ? s0 : s1);
+  }
 }
 
 __global__ void __launch_bounds__(128) kg_fp4dualgemm_cuda_warp_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4g_params p) {

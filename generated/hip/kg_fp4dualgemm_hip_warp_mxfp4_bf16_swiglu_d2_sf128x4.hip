@@ -142,13 +142,30 @@ typedef struct fp4g_params {
   return make_uint4(wb[0], wb[1], wb[2], wb[3]);
 }
 
-/* e2m1(q) * scale of the 32 elements of a chunk: elements 0..15 take s0, 16..31 s1. */
+/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] = kg_e2m1_dec(code j). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {
+#pragma unroll
+  for (int j = 0; j < 8; j++) f[j] = kg_e2m1_dec((w >> (4 * j)) & 15u);
+}
+/* lo, hi converted as from_f32 converts (__float2half_rn, hip_bfloat16(float)) and packed:
+** lo in bits 0..15, hi in bits 16..31. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_f16(float lo, float hi) {
+  return (uint32_t)__half_as_ushort(__float2half_rn(lo)) | ((uint32_t)__half_as_ushort(__float2half_rn(hi)) << 16);
+}
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_bf16(float lo, float hi) {
+  return (uint32_t)hip_bfloat16(lo).data | ((uint32_t)hip_bfloat16(hi).data << 16);
+}
+/* e2m1(q) * scale of the 32 elements of a chunk: elements 0..15 take s0, 16..31 s1 (codes
+** decoded eight at a time by byte permutes, with kg_e2m1_dec's bits). */
 [[maybe_unused]] static __device__ __forceinline__ void kg_fp4dualgemm_hip_warp_mxfp4_bf16_swiglu_d2_sf128x4_decode(const uint4 &raw, float s0, float s1, float (&out)[KCHUNK]) {
   const uint32_t wq[4] = { raw.x, raw.y, raw.z, raw.w };
 #pragma unroll
-  for (int q = 0; q < 4; q++)
+  for (int q = 0; q < 4; q++) {
+    float f[8];
+    kg_fp4_dec8(wq[q], f);
 #pragma unroll
-    for (int t = 0; t < 8; t++) out[q * 8 + t] = kg_e2m1_dec((wq[q] >> (4 * t)) & 15u) * (q < 2 ? s0 : s1);
+    for (int t = 0; t < 8; t++) out[q * 8 + t] = f[t] * (q < 2 ? s0 : s1);
+  }
 }
 
 __global__ void __launch_bounds__(256) kg_fp4dualgemm_hip_warp_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4g_params p) {
