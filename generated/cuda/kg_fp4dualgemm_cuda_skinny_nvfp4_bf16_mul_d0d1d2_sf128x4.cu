@@ -242,7 +242,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul
 }
 
 /* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
-** PR: ring slots, SF16: p.sf16 (scale pairs in 2-byte loads). */
+** PR: ring slots, SF16: scale pairs in one 2-byte load (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_sf16). */
 template <int MT, int RT, int PR, int SF16>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
@@ -256,12 +256,13 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
   const int64_t tile = tile32, m0 = 16 * (int64_t)(bx - tile32 * (unsigned)p.slices);
   const int64_t n0 = tile * (16 * RT);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
   const int64_t z = blockIdx.y;   /* batch */
-  /* this lane's A rows gl (+ 8), element 32 tl of each chunk. Rows from m on read row
-  ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
-  /* K range of the warp: chunks c_beg .. c_end - 1; below `whole` they lie inside k */
+  /* K range of the warp: chunks c_beg .. c_end - 1 (none when c_beg >= chunks); below
+  ** `whole` they lie inside k */
   const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
   const int64_t c_beg = (int64_t)kw * p.per, c_end = c_beg + p.per < chunks ? c_beg + p.per : chunks;
   const int live = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;   /* whole chunks */
+  /* this lane's A rows gl (+ 8), element 32 tl of chunk c_beg. Rows from m on read row
+  ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
   const __nv_bfloat16 *arow[MT];
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -453,9 +454,10 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_sf16(const k
   return even;
 }
 
-/* Launch the kernel with MT 8-row tiles of A (SF16: kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_sf16). ks: the most warps per block (<= one per
-** K chunk) for which the SMs hold every block of the grid at once (blocks per SM from
-** the occupancy query, cached per ks). */
+/* Launch the kernel with MT 8-row tiles of A (SF16: kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_sf16). ks: the most warps
+** per block (<= one per K chunk) for which the SMs hold every block of the grid at once
+** (blocks per SM from the occupancy query, cached per ks); each warp takes ceil(chunks / ks)
+** chunks. */
 template <int MT, int SF16>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;

@@ -259,12 +259,13 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_mxfp4_
   const int64_t tile = tile32, m0 = 16 * (int64_t)(bx - tile32 * (unsigned)p.slices);
   const int64_t n0 = tile * (16 * RT);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
   const int64_t z = blockIdx.y;   /* batch */
-  /* this lane's A rows gl (+ 8), element 32 tl of each chunk. Rows from m on read row
-  ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
-  /* K range of the warp: chunks c_beg .. c_end - 1; below `whole` they lie inside k */
+  /* K range of the warp: chunks c_beg .. c_end - 1 (none when c_beg >= chunks); below
+  ** `whole` they lie inside k */
   const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
   const int64_t c_beg = (int64_t)kw * p.per, c_end = c_beg + p.per < chunks ? c_beg + p.per : chunks;
   const int live = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;   /* whole chunks */
+  /* this lane's A rows gl (+ 8), element 32 tl of chunk c_beg. Rows from m on read row
+  ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
   const __nv_bfloat16 *arow[MT];
 #pragma unroll
   for (int mt = 0; mt < MT; mt++) {
@@ -435,9 +436,10 @@ static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_params(const kg_gem
   return p;
 }
 
-/* Launch the kernel with MT 8-row tiles of A. ks: the most warps per block (<= one per
-** K chunk) for which the SMs hold every block of the grid at once (blocks per SM from
-** the occupancy query, cached per ks). */
+/* Launch the kernel with MT 8-row tiles of A. ks: the most warps
+** per block (<= one per K chunk) for which the SMs hold every block of the grid at once
+** (blocks per SM from the occupancy query, cached per ks); each warp takes ceil(chunks / ks)
+** chunks. */
 template <int MT>
 static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_launch(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
