@@ -146,6 +146,8 @@ kg_status kg_fp4dualgemm_cuda_mma_mxfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4(con
 kg_status kg_fp4dualgemm_cuda_warp_mxfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4dualgemm_cuda_mma_nvfp4_f16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 #endif
 kg_status kg_fp4dualgemm_c_blocked_mxfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
@@ -503,6 +505,8 @@ kg_status kg_fp4gemm_cuda_mma_mxfp4_bf16_sf128x4_afp4_sfa128x4(const kg_gemm_fp4
 kg_status kg_fp4gemm_cuda_warp_mxfp4_bf16_sf128x4_afp4_sfa8x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4_afp4_sfa128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4_afp4_sfa8x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4gemm_cuda_mma_nvfp4_f16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 #endif
 kg_status kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_c_blocked_mxfp4_bf16_sf8x4(const kg_gemm_fp4_args *args, const kg_exec *exec);

@@ -94,6 +94,14 @@ dualgemm_fp4 {
   op = "mul",
   store_d0 = true, store_d1 = true,
 }
+-- f16 W4A16 (NVFP4): the skinny kernel and, above its m, the mma kernel.
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = { "skinny", "mma" },
+  dtype = "f16",
+  format = "nvfp4",
+  op = "swiglu",
+}
 
 -- GPUs, any M (mma kernel: one A fragment feeds the MMAs of both weights).
 dualgemm_fp4 {

@@ -43,14 +43,22 @@ gemm_fp4 {
   sf_layout = "128x4", sf_layout_a = "8x4",
 }
 
--- CUDA, small M (m <= 16), preferred over the warp kernel: the skinny kernel
--- (weights dequantized in registers into mma.sync fragments), bf16 W4A16.
+-- CUDA, small M (m <= 64), preferred over the warp kernel: the skinny kernel
+-- (weights dequantized in registers into mma.sync fragments), bf16 W4A16, and
+-- f16 W4A16 for NVFP4 (whose e2m1 * e4m3 values f16 holds exactly).
 gemm_fp4 {
   backend = "cuda",
   kernel = "skinny",
   dtype = "bf16",
   format = { "nvfp4", "mxfp4" },
   sf_layout = { "linear", "128x4" },
+}
+gemm_fp4 {
+  backend = "cuda",
+  kernel = "skinny",
+  dtype = "f16",
+  format = "nvfp4",
+  sf_layout = "128x4",
 }
 
 -- GPUs, any M (mma kernel: weights dequantized to bf16 tiles, mma.sync /
@@ -61,6 +69,14 @@ gemm_fp4 {
   dtype = "bf16",
   format = { "nvfp4", "mxfp4" },
   sf_layout = { "linear", "128x4" },
+}
+-- CUDA f16 W4A16 above the skinny kernel's m (NVFP4, dequantized to f16 tiles).
+gemm_fp4 {
+  backend = "cuda",
+  kernel = "mma",
+  dtype = "f16",
+  format = "nvfp4",
+  sf_layout = "128x4",
 }
 gemm_fp4 {
   backend = { "cuda", "hip" },

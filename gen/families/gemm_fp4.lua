@@ -6,7 +6,7 @@
 -- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
 -- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
 -- warp per output column, 16-byte loads of 32 packed weights, dequantized in
--- registers, f32 FMA), skinny (CUDA, bf16 W4A16, m <= 16: packed weights
+-- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 64: packed weights
 -- dequantized in registers straight into mma.sync m16n8k16 fragments; preferred
 -- over warp where both apply) and mma (CUDA, HIP: any M, tiles of A and W
 -- dequantized to bf16/f16 in shared memory, the dialect's warp-level MMA:
@@ -80,11 +80,15 @@ function F.legal(v)
     return string.format("sf_layout_a is for FP4 A (a_dtype = fp4), here a_dtype = %s; allowed: sf_layout_a = none",
       v.a_dtype), "sf_layout_a"
   end
-  if v.kernel == "skinny" and (v.dtype ~= "bf16" or v.a_dtype ~= "bf16") then
-    -- bf16 MMAs on bf16 A; e2m1 * scale is exact in bf16 for both formats
-    return string.format("the skinny kernel multiplies bf16 activations (W4A16) on bf16 MMAs; allowed: dtype = bf16, "
-      .. "a_dtype = bf16 (here dtype = %s, a_dtype = %s; the warp kernel takes the others)", v.dtype, v.a_dtype),
-      v.dtype ~= "bf16" and "dtype" or "a_dtype"
+  if v.kernel == "skinny" and (v.a_dtype ~= v.dtype or (v.dtype == "f16" and v.format ~= "nvfp4")) then
+    -- MMAs on the activation type: e2m1 * scale is exact in bf16 for both formats, in f16 for
+    -- NVFP4 only (UE8M0 scales leave f16's range)
+    if v.a_dtype ~= v.dtype then
+      return string.format("the skinny kernel multiplies 16-bit activations (W4A16); allowed: a_dtype = dtype "
+        .. "(here a_dtype = %s, dtype = %s; the warp and mma kernels take FP4 A)", v.a_dtype, v.dtype), "a_dtype"
+    end
+    return "the skinny kernel takes f16 activations with NVFP4 weights only (UE8M0 scales exceed f16's range); "
+      .. "allowed: dtype = bf16 (or format = nvfp4)", "dtype"
   end
   if v.kernel == "mma" and v.dtype == "f16" and v.format == "mxfp4" then
     -- e2m1 * 2^(e-127) is exact in bf16 (f32's exponent range), not in f16

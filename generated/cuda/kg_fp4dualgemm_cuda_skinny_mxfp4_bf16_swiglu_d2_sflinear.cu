@@ -147,25 +147,52 @@ typedef struct fp4s_params {
 ** each half's sign to bit 15, its three magnitude bits to 6..8. One multiply by
 ** 2^(12 - s) + 2^(6 - s) writes the masked nibble (at bit s of each half) to both places;
 ** the four copies are disjoint bits, so the product carries nothing. */
-static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_bits(uint32_t w, int i) {
   const uint32_t x = i < 2 ? w : w >> 8;   /* nibbles 2, 3 (6, 7) down to where 0, 1 (4, 5) were */
   const int s = 4 * (i & 1);
   return ((x & (0x000f000fu << s)) * ((1u << (12 - s)) + (1u << (6 - s)))) & 0x81c081c0u;
 }
 /* bf16x2 product, round to nearest even; subnormal inputs and results are kept (no flush). */
-static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
+/* f16 form (NVFP4 only: e2m1 * e4m3 fits f16): f16x2 bits of e2m1 * 2^-14 (0.5 becomes the
+** f16 subnormal 2^-15, exactly): magnitude to bits 9..11 by one shift, then the sign, which
+** lands on bit 12, moves to 15 (adding 7 * 2^12 clears 12 and sets 15: bits 13..15 are clear). */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_bits_f16(uint32_t w, int i) {
+  const uint32_t x = i < 2 ? w : w >> 8;
+  const int s = 4 * (i & 1);
+  const uint32_t t = x & (0x000f000fu << s), sg = x & (0x00080008u << s);
+  return (t + 7u * sg) << (9 - s);
+}
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_mul_f16(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/* f16x2 of f in both halves (round to nearest even). */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_h2(float f) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %1;\n" : "=r"(r) : "f"(f));
+  return r;
+}
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
-static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
   return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);
 }
 /* c += A(16 x 16) . B(16 x 8): mma.sync m16n8k16 bf16, fragments a0..a3, b0, b1 as the PTX ISA orders them. */
-static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                    uint32_t b0, uint32_t b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_mma_f16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                       uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
