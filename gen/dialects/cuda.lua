@@ -15,6 +15,29 @@ local function ld_nc16(name, l2)
   }, "\n")
 end
 
+-- FP4 skinny helpers per activation type ty (bf16, f16): name(a, b), the x2
+-- product of two registers, and name(c, a0..a3, b0, b1), one m16n8k16 MMA.
+local function fp4s_mul(name, ty)
+  return table.concat({
+    "[[maybe_unused]] static __device__ __forceinline__ uint32_t " .. name .. "(uint32_t a, uint32_t b) {",
+    "  uint32_t r;",
+    '  asm("mul.rn.' .. ty .. 'x2 %0, %1, %2;\\n" : "=r"(r) : "r"(a), "r"(b));',
+    "  return r;",
+    "}",
+  }, "\n")
+end
+local function fp4s_mma(name, ty)
+  return table.concat({
+    "[[maybe_unused]] static __device__ __forceinline__ void " .. name .. "(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
+    string.rep(" ", 51 + #name - #"kg_fp4s_mma") .. "uint32_t b0, uint32_t b1) {",
+    '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.' .. ty .. "." .. ty .. '.f32 "',
+    '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
+    '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
+    '               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));',
+    "}",
+  }, "\n")
+end
+
 return {
   name = "cuda",
   dir = "cuda",
@@ -379,11 +402,7 @@ return {
       "  return ((x & (0x000f000fu << s)) * ((1u << (12 - s)) + (1u << (6 - s)))) & 0x81c081c0u;",
       "}",
       "/* bf16x2 product, round to nearest even; subnormal inputs and results are kept (no flush). */",
-      "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_mul(uint32_t a, uint32_t b) {",
-      "  uint32_t r;",
-      '  asm("mul.rn.bf16x2 %0, %1, %2;\\n" : "=r"(r) : "r"(a), "r"(b));',
-      "  return r;",
-      "}",
+      fp4s_mul("kg_fp4s_mul", "bf16"),
       "/* f16 form (NVFP4 only: e2m1 * e4m3 fits f16): f16x2 bits of e2m1 * 2^-14 (0.5 becomes the",
       "** f16 subnormal 2^-15, exactly): magnitude to bits 9..11 by one shift, then the sign, which",
       "** lands on bit 12, moves to 15 (adding 7 * 2^12 clears 12 and sets 15: bits 13..15 are clear). */",
@@ -393,36 +412,14 @@ return {
       "  const uint32_t t = x & (0x000f000fu << s), sg = x & (0x00080008u << s);",
       "  return (t + 7u * sg) << (9 - s);",
       "}",
-      "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_mul_f16(uint32_t a, uint32_t b) {",
-      "  uint32_t r;",
-      '  asm("mul.rn.f16x2 %0, %1, %2;\\n" : "=r"(r) : "r"(a), "r"(b));',
-      "  return r;",
-      "}",
-      "/* f16x2 of f in both halves (round to nearest even). */",
-      "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_h2(float f) {",
-      "  uint32_t r;",
-      '  asm("cvt.rn.f16x2.f32 %0, %1, %1;\\n" : "=r"(r) : "f"(f));',
-      "  return r;",
-      "}",
+      fp4s_mul("kg_fp4s_mul_f16", "f16"),
       "/* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */",
       "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {",
       "  return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);",
       "}",
       "/* c += A(16 x 16) . B(16 x 8): mma.sync m16n8k16 bf16, fragments a0..a3, b0, b1 as the PTX ISA orders them. */",
-      "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
-      "                                                   uint32_t b0, uint32_t b1) {",
-      '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "',
-      '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
-      '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
-      '               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));',
-      "}",
-      "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_mma_f16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
-      "                                                       uint32_t b0, uint32_t b1) {",
-      '  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "',
-      '               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n"',
-      '               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])',
-      '               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));',
-      "}",
+      fp4s_mma("kg_fp4s_mma", "bf16"),
+      fp4s_mma("kg_fp4s_mma_f16", "f16"),
     }, "\n"),
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit

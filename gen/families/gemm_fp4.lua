@@ -80,13 +80,13 @@ function F.legal(v)
     return string.format("sf_layout_a is for FP4 A (a_dtype = fp4), here a_dtype = %s; allowed: sf_layout_a = none",
       v.a_dtype), "sf_layout_a"
   end
-  if v.kernel == "skinny" and (v.a_dtype ~= v.dtype or (v.dtype == "f16" and v.format ~= "nvfp4")) then
+  if v.kernel == "skinny" and v.a_dtype ~= v.dtype then
+    return string.format("the skinny kernel multiplies 16-bit activations (W4A16); allowed: a_dtype = dtype "
+      .. "(here a_dtype = %s, dtype = %s; the warp and mma kernels take FP4 A)", v.a_dtype, v.dtype), "a_dtype"
+  end
+  if v.kernel == "skinny" and v.dtype == "f16" and v.format ~= "nvfp4" then
     -- MMAs on the activation type: e2m1 * scale is exact in bf16 for both formats, in f16 for
     -- NVFP4 only (UE8M0 scales leave f16's range)
-    if v.a_dtype ~= v.dtype then
-      return string.format("the skinny kernel multiplies 16-bit activations (W4A16); allowed: a_dtype = dtype "
-        .. "(here a_dtype = %s, dtype = %s; the warp and mma kernels take FP4 A)", v.a_dtype, v.dtype), "a_dtype"
-    end
     return "the skinny kernel takes f16 activations with NVFP4 weights only (UE8M0 scales exceed f16's range); "
       .. "allowed: dtype = bf16 (or format = nvfp4)", "dtype"
   end

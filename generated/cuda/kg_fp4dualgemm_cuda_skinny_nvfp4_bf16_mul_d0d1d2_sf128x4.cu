@@ -171,12 +171,6 @@ typedef struct fp4s_params {
   asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
-/* f16x2 of f in both halves (round to nearest even). */
-[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_h2(float f) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %1;\n" : "=r"(r) : "f"(f));
-  return r;
-}
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
 [[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
   return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);

@@ -172,12 +172,6 @@ typedef struct fp4s_params {
   asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(b));
   return r;
 }
-/* f16x2 of f in both halves (round to nearest even). */
-[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_h2(float f) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %1;\n" : "=r"(r) : "f"(f));
-  return r;
-}
 /* Halves (lo.h, hi.h) of two words of 16-bit elements: h = 0 the low halves, 1 the high. */
 [[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4s_pair(uint32_t lo, uint32_t hi, int h) {
   return __byte_perm(lo, hi, h ? 0x7632u : 0x5410u);
@@ -209,12 +203,53 @@ typedef struct fp4s_params {
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
+/* Byte permute (PTX prmt.b32, default mode): byte n of the result is byte (s >> 4n) & 7 of
+** {a, b} (bytes 0..3 of a, then of b), or that byte's sign bit repeated where bit 4n+3 of s
+** is set. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_prmt(uint32_t a, uint32_t b, uint32_t s) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+}
+/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] has the bits of
+** kg_e2m1_dec(code j). A magnitude's upper 16 bits (the lower 16 are zero) are two lookups
+** in 8-entry byte tables, four codes per permute; the sign is the code's bit 3. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {
+  const uint32_t mag = w & 0x77777777u, sh = w << 4;   /* sh: sign of code 2i at bit 7 of byte i */
+#pragma unroll
+  for (int h = 0; h < 2; h++) {                       /* codes 4h .. 4h+3 */
+    const uint32_t sel = h ? mag >> 16 : mag;
+    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 16..23 */
+    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 24..31 */
+                        (kg_fp4_prmt(sh, w, h ? 0xfbeau : 0xd9c8u) & 0x80808080u);
+    const uint32_t p0 = kg_fp4_prmt(b2, b3, 0x5140u), p1 = kg_fp4_prmt(b2, b3, 0x7362u);
+    f[4 * h] = __uint_as_float(p0 << 16);
+    f[4 * h + 1] = __uint_as_float(p0 & 0xffff0000u);
+    f[4 * h + 2] = __uint_as_float(p1 << 16);
+    f[4 * h + 3] = __uint_as_float(p1 & 0xffff0000u);
+  }
+}
+/* lo, hi rounded to nearest even (cvt.rn, as __float2half_rn / __float2bfloat16_rn) and
+** packed: lo in bits 0..15, hi in bits 16..31. */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_f16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_pack_bf16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 
 /* f16x2 multiplier of scale byte s for kg_fp4s_bits_f16 values (e2m1 * 2^-14): e4m3(s) * 2^7,
 ** exact in f16 (4 significant bits, 2^-2 .. 448 * 2^7 = 57344); the E4M3 NaN stays NaN. The
 ** products e2m1 * e4m3 * 2^-7 are exact in f16 (at most 6 significant bits, multiples of
 ** 2^-17, at most 21). */
-[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_mult(uint32_t s) { return kg_fp4s_h2(kg_e4m3_dec(s) * 128.0f); }
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_mult(uint32_t s) {
+  const float x = kg_e4m3_dec(s) * 128.0f;
+  return kg_fp4_pack_f16(x, x);
+}
 
 /* The weights of one chunk for one lane: per product i and weight row r = 2 * tile + h
 ** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
