@@ -23,7 +23,11 @@
 ** tensor-core GEMM) where it applies, else the in-kernel FP4 variant.
 ** Reported per row: kg variant, kg us, peer us, peer/kg (above 1: kg faster),
 ** kg TB/s on the FP4 weight bytes (packed values + scales) and that as % of the
-** device-to-device copy ceiling measured in the same run.
+** device-to-device copy ceiling measured in the same run; where the variant
+** honours KG_EXEC_PDL (kg.h: the skinny kernels), also the same kg call with that
+** flag ("pdl us", "peer/pdl"): the timed launches run back to back, so each may
+** start, and load its first weights, while the one ahead finishes (the peer
+** launches as usual). Its output must equal kg's without the flag bit for bit.
 ** Checks of the timed run (outputs poisoned with NaN first): 64 sampled
 ** outputs against a double-precision reference on the dequantized weights
 ** (host loop here), and kg against the peer norm-wise.
@@ -38,6 +42,7 @@
 **                          (e.g. kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4: the in-kernel path) or a
 **                          dequantize path name as select prints it ("dequantize + kg_gemm_cuda_...");
 **                          rows of the other op (or shape) it does not fit show "-" for kg
+**   KG_BENCH_PDL=0         no KG_EXEC_PDL columns (default 1)
 **   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
 **   KG_BENCH_SEED=N        RNG seed (default 1)
 **   KG_COMMIT=SHA          commit to print when git is not available
@@ -68,6 +73,7 @@ static struct {
   int nrows, fails;
   char table[MAX_ROWS][256];
   const char *force_variant;    /* KG_BENCH_VARIANT */
+  int pdl;                      /* KG_BENCH_PDL */
   const char *ms;               /* KG_BENCH_MS */
   void *ws;                     /* workspace of the FP4 GEMM / DualGemm rows (grows) */
   size_t ws_bytes;
@@ -203,7 +209,8 @@ static void weights_free(weights *w) {
 }
 
 /* ---- one M -------------------------------------------------------------------------------------- */
-enum { OP_KG = 0, OP_P1, OP_P2, N_OPS };   /* GEMM: P1 = cuBLAS; DualGemm: P1 = 2 GEMMs, P2 = 1 GEMM */
+/* KG_PDL: kg with exec.flags = KG_EXEC_PDL. GEMM: P1 = cuBLAS; DualGemm: P1 = 2 GEMMs, P2 = 1 GEMM. */
+enum { OP_KG = 0, OP_KG_PDL, OP_P1, OP_P2, N_OPS };
 
 typedef struct problem {
   const weights *w;
@@ -212,7 +219,7 @@ typedef struct problem {
   uint16_t *a[MAX_SETS];
   uint16_t *d[N_OPS][MAX_SETS];   /* outputs [m, n] */
   uint16_t *tmp[MAX_SETS];        /* peers' D0 || D1: [m, 2n] */
-  kg_exec exec;
+  kg_exec exec, exec_pdl;
   kg_status kg_err;
   int peer_err;
 } problem;
@@ -229,8 +236,8 @@ static void workspace_reserve(size_t ws, problem *p) {
   p->exec.workspace_size = ws ? G.ws_bytes : 0;
 }
 
-static int launch_kg(void *ctx, int s) {
-  problem *p = (problem *)ctx;
+/* One kg call on set s into the outputs of op o (OP_KG or OP_KG_PDL). */
+static int kg_call(problem *p, int s, int o, const kg_exec *exec) {
   const weights *w = p->w;
   kg_status st;
   if (!p->dual) {
@@ -242,9 +249,9 @@ static int launch_kg(void *ctx, int s) {
     g.b = w->q[s]; g.ldb = w->k / 2;
     g.sf_b = w->sf[s][0]; g.sf_b_bytes = w->sf_bytes;
     g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
-    g.d = p->d[OP_KG][s]; g.ldd = w->n;
+    g.d = p->d[o][s]; g.ldd = w->n;
     g.alpha = 1.0f;
-    st = kg_gemm_fp4(&g, &p->exec);
+    st = kg_gemm_fp4(&g, exec);
   } else {
     kg_dualgemm_fp4_args g;
     memset(&g, 0, sizeof g);
@@ -258,13 +265,15 @@ static int launch_kg(void *ctx, int s) {
     g.sf_b1 = w->sf[s][1]; g.sf_b1_bytes = w->sf_bytes;
     g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
     g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[s] + 1 : NULL;
-    g.d2 = p->d[OP_KG][s]; g.ldd2 = w->n;
+    g.d2 = p->d[o][s]; g.ldd2 = w->n;
     g.alpha0 = 1.0f; g.alpha1 = 1.0f;
-    st = kg_dualgemm_fp4(&g, &p->exec);
+    st = kg_dualgemm_fp4(&g, exec);
   }
   if (st != KG_SUCCESS) { p->kg_err = st; return 1; }
   return 0;
 }
+static int launch_kg(void *ctx, int s) { problem *p = (problem *)ctx; return kg_call(p, s, OP_KG, &p->exec); }
+static int launch_kg_pdl(void *ctx, int s) { problem *p = (problem *)ctx; return kg_call(p, s, OP_KG_PDL, &p->exec_pdl); }
 
 /* Row-major D[M, N'] = A[M, K] . W^T with W row-major [N', K]: column-major D^T = W . A^T. */
 static void gemm_cb(const uint16_t *w, int64_t n, const uint16_t *a, int64_t m, int64_t k, uint16_t *d, int64_t ldd) {
@@ -324,13 +333,13 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
   memset(&P, 0, sizeof P);
   problem *p = &P;
   p->w = w; p->dual = dual; p->m = m;
-  const int nops = dual ? 3 : 2;
   const size_t nA = (size_t)m * (size_t)w->k, nD = (size_t)m * (size_t)w->n;
   uint16_t *hA = (uint16_t *)malloc(nA * 2), *hD = (uint16_t *)malloc(nD * 2), *hP = (uint16_t *)malloc(nD * 2);
   if (!hA || !hD || !hP) { fprintf(stderr, "out of host memory\n"); exit(2); }
   for (int s = 0; s < w->nsets; s++) {
     CK(cudaMalloc((void **)&p->a[s], nA * 2));
-    for (int o = 0; o < nops; o++) {
+    for (int o = 0; o < N_OPS; o++) {
+      if (o == OP_P2 && !dual) continue;
       CK(cudaMalloc((void **)&p->d[o][s], nD * 2));
       CK(cudaMemsetAsync(p->d[o][s], 0xFF, nD * 2, G.st));   /* NaN poison */
     }
@@ -376,9 +385,14 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
   if (has_kg) short_variant(name, variant, sizeof variant);
   else if (G.force_variant) snprintf(note, sizeof note, "kg: KG_BENCH_VARIANT=%s does not take this row", G.force_variant);
 
+  /* KG_EXEC_PDL: timed too where the variant honours it (kg.h: the skinny kernels) */
+  const int has_pdl = has_kg && G.pdl && strstr(name, "_skinny_") != NULL;
+  p->exec_pdl = p->exec;
+  p->exec_pdl.flags = KG_EXEC_PDL;
   bench_timer ops[N_OPS];
   memset(ops, 0, sizeof ops);
   ops[OP_KG].fn = launch_kg; ops[OP_KG].ctx = p; ops[OP_KG].active = has_kg;
+  ops[OP_KG_PDL].fn = launch_kg_pdl; ops[OP_KG_PDL].ctx = p; ops[OP_KG_PDL].active = has_pdl;
   ops[OP_P1].fn = launch_p1; ops[OP_P1].ctx = p; ops[OP_P1].active = 1;
   ops[OP_P2].fn = launch_p2; ops[OP_P2].ctx = p; ops[OP_P2].active = dual;
   for (int o = 0; o < N_OPS; o++)
@@ -386,9 +400,10 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
   if (ops[OP_P1].failed || ops[OP_P2].failed)
     bench_fatal("kgb_silu_mul_bf16", cudaGetErrorString((cudaError_t)p->peer_err), __FILE__, __LINE__);
   int ok = 1;
-  if (has_kg && ops[OP_KG].failed) {
+  if (has_kg && (ops[OP_KG].failed || ops[OP_KG_PDL].failed)) {
     ok = 0; has_kg = 0;
-    snprintf(note, sizeof note, "kg: %s %s", kg_status_string(p->kg_err), kg_last_backend_error());
+    snprintf(note, sizeof note, "kg%s: %s %s", ops[OP_KG].failed ? "" : " (KG_EXEC_PDL)", kg_status_string(p->kg_err),
+             kg_last_backend_error());
   }
 
   /* checks on set 0, which the timed launches wrote last */
@@ -417,9 +432,16 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
       snprintf(note, sizeof note, "non-finite %lld, max err vs ref %.3g (tol %.0e), vs peer %.3g (tol %.0e)", bad,
                max_ref, TOL_REF, rel, TOL_KG_PEER);
     }
+    if (has_pdl) {   /* the same kernel with KG_EXEC_PDL: bit-identical outputs */
+      CK(cudaMemcpy(hP, p->d[OP_KG_PDL][0], nD * 2, cudaMemcpyDeviceToHost));
+      if (memcmp(hP, hD, nD * 2) != 0) {
+        ok = 0;
+        snprintf(note, sizeof note, "kg with KG_EXEC_PDL differs from kg without it");
+      }
+    }
   }
 
-  char line[256], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-";
+  char line[256], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-";
   const double peer = ops[best].med;
   if (has_kg) {
     const double tbs = w->fp4_bytes / (ops[OP_KG].med * 1e-3) / 1e12;
@@ -427,10 +449,14 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     snprintf(ratio, sizeof ratio, "%.3f", peer / ops[OP_KG].med);
     snprintf(tb, sizeof tb, "%.3f", tbs);
     snprintf(pc, sizeof pc, "%.1f", 100.0 * tbs / G.copy_tbs);
+    if (has_pdl) {
+      snprintf(pus, sizeof pus, "%.2f", ops[OP_KG_PDL].med * 1e3);
+      snprintf(pratio, sizeof pratio, "%.3f", peer / ops[OP_KG_PDL].med);
+    }
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %s", label,
+  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %s", label,
            w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)m, (long long)w->n, (long long)w->k, variant, kus,
-           peer * 1e3, ratio, tb, pc, ok ? "ok" : "FAIL");
+           peer * 1e3, ratio, tb, pc, pus, pratio, ok ? "ok" : "FAIL");
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
   fflush(stdout);
   table_add(line);
@@ -438,7 +464,8 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
 
   for (int s = 0; s < w->nsets; s++) {
     CK(cudaFree(p->a[s]));
-    for (int o = 0; o < nops; o++) CK(cudaFree(p->d[o][s]));
+    for (int o = 0; o < N_OPS; o++)
+      if (p->d[o][s]) CK(cudaFree(p->d[o][s]));
     if (dual) CK(cudaFree(p->tmp[s]));
   }
   free(hA); free(hD); free(hP);
@@ -488,9 +515,9 @@ static void run_quant(kg_fp4_format f, uint64_t *rng) {
   const char *short_name = strstr(name, "_cuda_") ? strstr(name, "_cuda_") + 6 : name;
   const double in_tbs = (double)elems * 2 / (t.med * 1e-3) / 1e12;
   const double all_tbs = ((double)elems * 2 + (double)elems / 2 + (double)sfb) / (t.med * 1e-3) / 1e12;
-  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %s (read+write %.3f TB/s)",
+  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %7s %8s %s (read+write %.3f TB/s)",
            f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)rows, "-", (long long)k, short_name,
-           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, t.failed ? "FAIL" : "ok", all_tbs);
+           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, "-", "-", t.failed ? "FAIL" : "ok", all_tbs);
   printf("%s\n", line);
   table_add(line);
   G.fails += t.failed;
@@ -507,7 +534,7 @@ static void print_header(void) {
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
-static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy check";
+static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl check";
 
 static void print_table(void) {
   printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
@@ -515,7 +542,9 @@ static void print_table(void) {
   printf("%s\n", COLS);
   for (int i = 0; i < G.nrows; i++) printf("%s\n", G.table[i]);
   printf("peer: gemm = cublasGemmEx; dual = best of 2 GEMMs + silu*mul and 1 GEMM on [W0||W1] + silu*mul. peer/kg > 1: "
-         "kg faster. kg TB/s on the FP4 weight bytes (packed values + scales); quantize: TB/s of bf16 input read.\n");
+         "kg faster. kg TB/s on the FP4 weight bytes (packed values + scales); quantize: TB/s of bf16 input read. pdl: the same "
+         "kg variant with exec.flags = KG_EXEC_PDL (back-to-back launches: each may start before the one ahead ends; "
+         "skinny variants only; the peer launches as usual).\n");
   printf("result: %d of %d rows passed\n", G.nrows - G.fails, G.nrows);
   fflush(stdout);
 }
@@ -529,6 +558,7 @@ int main(int argc, char **argv) {
   if (G.reps < 20) G.reps = 20;
   G.seed = (uint64_t)bench_env_long("KG_BENCH_SEED", 1);
   G.force_variant = bench_env_str("KG_BENCH_VARIANT");
+  G.pdl = bench_env_long("KG_BENCH_PDL", 1) != 0;
   G.ms = bench_env_str("KG_BENCH_MS");
   if (G.ms && !ms_valid(G.ms)) {
     fprintf(stderr, "bench_fp4: KG_BENCH_MS=%s: want M values >= 1 separated by commas\n", G.ms);

@@ -133,6 +133,28 @@ return {
   launch = function(kernel, grid, block, smem, stream, args)
     return string.format("%s<<<%s, %s, %s, %s>>>(%s);", kernel, grid, block, smem, stream, args)
   end,
+  -- Programmatic dependent launch (kg.h KG_EXEC_PDL). launch_pdl: statements that
+  -- launch like `launch` and assign the launch's error_t to err; when the C
+  -- expression pdl is nonzero the kernel may start before the previous kernel
+  -- of the stream has finished. A kernel launched so calls pdl_wait before
+  -- touching memory the previous kernel may write; pdl_wait returns once that
+  -- kernel has completed and its writes are visible (at once without PDL).
+  -- pdl_trigger lets this kernel's own dependents launch (they pdl_wait for its
+  -- completion).
+  launch_pdl = function(kernel, grid, block, smem, stream, args, pdl, err)
+    return table.concat({
+      "cudaLaunchConfig_t cfg_ = {};",
+      "  cudaLaunchAttribute attr_[1];",
+      string.format("  cfg_.gridDim = %s; cfg_.blockDim = %s; cfg_.dynamicSmemBytes = %s; cfg_.stream = %s;",
+                    grid, block, smem, stream),
+      "  attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
+      "  attr_[0].val.programmaticStreamSerializationAllowed = 1;",
+      string.format("  cfg_.attrs = attr_; cfg_.numAttrs = (%s) ? 1 : 0;", pdl),
+      string.format("  %s = cudaLaunchKernelEx(&cfg_, %s, %s);", err, kernel, args),
+    }, "\n")
+  end,
+  pdl_wait = 'asm volatile("griddepcontrol.wait;" ::: "memory")',
+  pdl_trigger = 'asm volatile("griddepcontrol.launch_dependents;" ::: "memory")',
   -- raise the dynamic shared memory limit of a kernel (statement returning error_t)
   set_smem_limit = function(kernel, bytes)
     return string.format("cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %s)", kernel, bytes)

@@ -32,7 +32,9 @@
 ** rows of A from m on read row m - 1; neither is stored. The B fragments of A feed the MMAs of both weights.
 ** Epilogue: alpha * (1/gs) and beta * C in f32, D0, D1 rounded to the output type,
 ** then the op. Grid: x = (blocks of 16 weight rows) x (slices of A), the slice
-** fastest; y = batch. */
+** fastest; y = batch. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
+** dependents launch at its start and loads its first weight chunks before it waits for the kernel
+** ahead; A, C, the global scales and D only after. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -139,6 +141,7 @@ typedef struct fp4s_params {
   int ksplit;                                      /* warps per block (split K) */
   int per;                                         /* 128-wide K chunks per warp: ceil(chunks / ksplit) */
   int slices;                                      /* 16-row slices of A: grid x = tiles * slices */
+  int pdl;                                         /* launched with KG_EXEC_PDL */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -268,6 +271,9 @@ template <int MT, int RT, int PR, int SF16>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
+  /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it
+  ** waits for this grid's completion before it touches memory. */
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier */
 #pragma unroll 1
   for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_mult((uint32_t)s);
@@ -339,6 +345,10 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nv
 #pragma unroll
   for (int j = 0; j < PR; j++)
     if (j < live) FP4S_LOAD(ring[j], j);
+  /* With PDL the kernel ahead may still run until here: only the weights and their scales
+  ** (which it must not write) have been read. A, C, the global scales and D come after.
+  ** (The branch also keeps the compiler from moving the ring's loads below the wait.) */
+  if (p.pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
   int c = 0;   /* chunks the pointers have moved */
   for (; c < live; c += PR) {
 #pragma unroll
@@ -461,6 +471,7 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_params
   p.kv = (args->k + 15) / 16;
   p.ksplit = 1;
   p.per = 0;
+  p.pdl = 0;
   p.slices = (int)((args->m + 15) / 16);
   *batches_out = batches;
   return p;
@@ -507,10 +518,18 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch(c
   }
   p.ksplit = ks;
   p.per = (int)((chunks + ks - 1) / ks);
+  p.pdl = (exec->flags & KG_EXEC_PDL) != 0;
   dim3 grid((unsigned)tiles, (unsigned)batches);
   dim3 block((unsigned)(ks * WS));
-  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, 1, 2, SF16><<<grid, block, smem, stream>>>(p);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e;
+  cudaLaunchConfig_t cfg_ = {};
+  cudaLaunchAttribute attr_[1];
+  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = smem; cfg_.stream = stream;
+  attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr_[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg_.attrs = attr_; cfg_.numAttrs = ((exec->flags & KG_EXEC_PDL) != 0) ? 1 : 0;
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, 1, 2, SF16>, p);
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

@@ -31,7 +31,9 @@
 ** by element with zeros past k (A and weights). Rows past n read row n - 1 and
 ** rows of A from m on read row m - 1; neither is stored.
 ** Epilogue: alpha and beta * C in f32. Grid: x = (blocks of 32 weight rows) x (slices of A), the slice
-** fastest. */
+** fastest. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
+** dependents launch at its start and loads its first weight chunks before it waits for the kernel
+** ahead; A, C, the global scales and D only after. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -136,6 +138,7 @@ typedef struct fp4s_params {
   int ksplit;                                      /* warps per block (split K) */
   int per;                                         /* 128-wide K chunks per warp: ceil(chunks / ksplit) */
   int slices;                                      /* 16-row slices of A: grid x = tiles * slices */
+  int pdl;                                         /* launched with KG_EXEC_PDL */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -274,6 +277,9 @@ template <int MT, int RT, int PR>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
+  /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it
+  ** waits for this grid's completion before it touches memory. */
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
   const int gl = lane >> 2, tl = lane & 3;
   const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
@@ -339,6 +345,10 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_mxfp4_
 #pragma unroll
   for (int j = 0; j < PR; j++)
     if (j < live) FP4S_LOAD(ring[j], j);
+  /* With PDL the kernel ahead may still run until here: only the weights and their scales
+  ** (which it must not write) have been read. A, C, the global scales and D come after.
+  ** (The branch also keeps the compiler from moving the ring's loads below the wait.) */
+  if (p.pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
   int c = 0;   /* chunks the pointers have moved */
   for (; c < live; c += PR) {
 #pragma unroll
@@ -452,6 +462,7 @@ static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_params(const kg_gem
   p.kv = (args->k + 31) / 32;
   p.ksplit = 1;
   p.per = 0;
+  p.pdl = 0;
   p.slices = (int)((args->m + 15) / 16);
   *batches_out = batches;
   return p;
@@ -489,10 +500,18 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_launch(const kg_gemm_
   }
   p.ksplit = ks;
   p.per = (int)((chunks + ks - 1) / ks);
+  p.pdl = (exec->flags & KG_EXEC_PDL) != 0;
   dim3 grid((unsigned)tiles, (unsigned)batches);
   dim3 block((unsigned)(ks * WS));
-  kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_kernel<MT, 2, 2><<<grid, block, smem, stream>>>(p);
-  cudaError_t e = cudaGetLastError();
+  cudaError_t e;
+  cudaLaunchConfig_t cfg_ = {};
+  cudaLaunchAttribute attr_[1];
+  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = smem; cfg_.stream = stream;
+  attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr_[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg_.attrs = attr_; cfg_.numAttrs = ((exec->flags & KG_EXEC_PDL) != 0) ? 1 : 0;
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_kernel<MT, 2, 2>, p);
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

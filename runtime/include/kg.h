@@ -53,6 +53,21 @@ float kg_bf16_bits_to_f32(uint16_t h);
 ** j*ld + i. */
 typedef enum kg_layout { KG_ROW = 0, KG_COL } kg_layout;
 
+/* kg_exec.flags bits (0: none; other bits: KG_ERROR_INVALID_ARGUMENT).
+** KG_EXEC_PDL  CUDA: programmatic dependent launch. The kernel may start, and
+**   read the FP4 weights and their scale factors (kg_gemm_fp4 b and sf_b,
+**   kg_dualgemm_fp4 b0, b1, sf_b0, sf_b1) before the kernel ahead of it in
+**   the stream has finished; everything else it reads or writes (A, C, D,
+**   global scales) waits for that kernel's completion. The caller promises
+**   that the kernel ahead does not write those weights. It overlaps the
+**   launch and the first weight loads with the previous kernel's tail.
+**   Honoured by the FP4 skinny kernels (kg_fp4gemm_cuda_skinny_*,
+**   kg_fp4dualgemm_cuda_skinny_*); every other variant, and the C and HIP
+**   backends, launch as without it. kgen's kernels that honour it let
+**   their own dependents launch from their start (those wait for their
+**   completion before touching anything, as above). */
+enum { KG_EXEC_PDL = 1u };
+
 /* How an operation runs: which backend, on which stream, with which scratch
 ** memory. variant, when not NULL, forces the canonical variant name. */
 typedef struct kg_exec {
@@ -62,6 +77,7 @@ typedef struct kg_exec {
                              16-byte aligned (malloc/cudaMalloc/hipMalloc are) */
   size_t workspace_size;
   const char *variant;    /* NULL: dispatch chooses */
+  unsigned flags;         /* KG_EXEC_* bits; 0: none */
 } kg_exec;
 
 /* ---- GEMM: D = alpha * A.B + beta * C ------------------------------------

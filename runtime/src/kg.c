@@ -183,6 +183,8 @@ kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
   if (!exec) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "exec is NULL");
   if (exec->backend != KG_BACKEND_C && exec->backend != KG_BACKEND_CUDA && exec->backend != KG_BACKEND_HIP)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown backend %d", (int)exec->backend);
+  if (exec->flags & ~(unsigned)KG_EXEC_PDL)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown exec flags 0x%x (allowed: KG_EXEC_PDL)", exec->flags & ~(unsigned)KG_EXEC_PDL);
   if (exec->workspace_size > 0 && !exec->workspace)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "workspace_size is %zu but workspace is NULL", exec->workspace_size);
   if (!kg_backend_available(exec->backend))

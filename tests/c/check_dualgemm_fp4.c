@@ -473,7 +473,7 @@ START_TEST(test_dispatch_and_explain) {
   ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
   for (int64_t i = 0; i < (int64_t)p.dsz; i++) ck_assert(tu_is_poison(p.a.d2, KG_BF16, i));
   if (!kg_backend_available(KG_BACKEND_CUDA)) {
-    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0 };
+    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0, 0 };
     ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &g), KG_ERROR_BACKEND_UNAVAILABLE);
   }
   free_fprob(&p);
@@ -557,7 +557,7 @@ START_TEST(test_workspace_contract) {
   ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_INVALID_PROBLEM);
   ck_assert_int_eq((int)ws, 0);
   if (!kg_backend_available(KG_BACKEND_HIP)) {
-    kg_exec g = { KG_BACKEND_HIP, 0, 0, 0, 0 };
+    kg_exec g = { KG_BACKEND_HIP, 0, 0, 0, 0, 0 };
     ws = 5;
     ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &g, &ws), KG_ERROR_BACKEND_UNAVAILABLE);
     ck_assert_int_eq((int)ws, 0);

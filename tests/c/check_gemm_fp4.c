@@ -368,7 +368,7 @@ START_TEST(test_dispatch_and_explain) {
   ck_assert_str_eq(name, "kg_fp4gemm_c_blocked_mxfp4_f16_sflinear");
   /* the GPU backends, when absent, are unavailable (checked after the arguments) */
   if (!kg_backend_available(KG_BACKEND_CUDA)) {
-    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0 };
+    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0, 0 };
     ck_assert_int_eq(kg_gemm_fp4(&p.a, &g), KG_ERROR_BACKEND_UNAVAILABLE);
   }
   free_gprob(&p);
@@ -448,7 +448,7 @@ START_TEST(test_workspace_contract) {
   kg_gemm_fp4_args a = p.a; a.ldd = 3;
   ck_assert_int_eq(kg_gemm_fp4_workspace_size(&a, &(kg_exec){ 0 }, &ws), KG_ERROR_INVALID_ARGUMENT);
   if (!kg_backend_available(KG_BACKEND_CUDA)) {
-    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0 };
+    kg_exec g = { KG_BACKEND_CUDA, 0, 0, 0, 0, 0 };
     ws = 5;
     ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &g, &ws), KG_ERROR_BACKEND_UNAVAILABLE);
     ck_assert_int_eq((int)ws, 0);

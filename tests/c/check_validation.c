@@ -207,6 +207,22 @@ START_TEST(test_unknown_backend) {
 }
 END_TEST
 
+/* exec.flags: KG_EXEC_PDL is accepted (the C backend launches as without it); any other bit is refused */
+START_TEST(test_exec_flags) {
+  kg_gemm_args g = base();
+  kg_exec e = tu_exec_c();
+  e.flags = KG_EXEC_PDL;
+  expect(&g, &e, KG_SUCCESS);
+  e.flags = 2u;
+  expect(&g, &e, KG_ERROR_INVALID_ARGUMENT);
+  e.flags = KG_EXEC_PDL | 0x80000000u;
+  expect(&g, &e, KG_ERROR_INVALID_ARGUMENT);
+  char why[512];
+  kg_explain(KG_OP_GEMM, &g, &e, why, sizeof why);
+  ck_assert_msg(strstr(why, "KG_EXEC_PDL") != NULL, "explain does not name the allowed flags:\n%s", why);
+}
+END_TEST
+
 START_TEST(test_bad_batch_count_and_slices) {
   kg_gemm_args g = base();
   kg_exec e = tu_exec_c();
@@ -596,6 +612,7 @@ Suite *validation_suite(void) {
   tcase_add_test(tc, test_baseline_valid);
   tcase_add_test(tc, test_null_args);
   tcase_add_test(tc, test_null_exec);
+  tcase_add_test(tc, test_exec_flags);
   tcase_add_test(tc, test_null_a);
   tcase_add_test(tc, test_null_b);
   tcase_add_test(tc, test_null_d);

@@ -29,6 +29,8 @@
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
 ** with padded lds, batch gaps and guards before and after, and every byte is checked.
+** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
+** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 64 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 64, no workspace),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
@@ -675,6 +677,116 @@ static int run_amax(const char *name, kg_dtype t, int64_t batch, int64_t rows, i
   return ok;
 }
 
+/* ---- KG_EXEC_PDL ------------------------------------------------------------------------------- */
+/* D2 [m, n] (ldd) of one W4A16 DualGemm of v (alpha 1, no C) against A [m, k] (lda) and the weights w,
+** with run_dual's D2 tolerance. */
+static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t lda, const fop w[2], int64_t m,
+                     int64_t n, int64_t k, const uint16_t *D2, int64_t ldd, double *worst) {
+  const int bf = v->bf;
+  const double u = bf ? ldexp(1.0, -8) : ldexp(1.0, -11), sub = bf ? ldexp(1.0, -133) : ldexp(1.0, -24);
+  double *WV = xmalloc(sizeof(double) * (size_t)(2 * n * k));
+  for (int b = 0; b < 2; b++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t kk = 0; kk < k; kk++) WV[(b * n + j) * k + kk] = fop_val(&w[b], v, v->layout, k, 0, j, kk);
+  int shown = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double x[2], tol[2];
+      for (int b = 0; b < 2; b++) {
+        double s = 0.0, abs = 0.0;
+        for (int64_t kk = 0; kk < k; kk++) {
+          double q = val16(A[i * lda + kk], bf) * WV[(b * n + j) * k + kk];
+          s += q; abs += fabs(q);
+        }
+        x[b] = s;
+        tol[b] = 2.0 * u * fabs(s) + (double)(k + 4) * ldexp(1.0, -23) * abs + sub;
+      }
+      const double xr0 = round16(x[0], bf), xr1 = round16(x[1], bf), ref2 = ref_dual_op(v->op, xr0, xr1);
+      const double e0 = tol[0] + 2.0 * u * fabs(x[0]), e1 = tol[1] + 2.0 * u * fabs(x[1]);
+      const double g0 = v->op == KG_DUAL_MUL ? fabs(xr0) + e0 : fabs(ref_dual_op(v->op, xr0, 1.0)) + 1.2 * e0;
+      const double tol2 = (v->op == KG_DUAL_MUL ? 1.0 : 1.2) * e0 * (fabs(xr1) + e1) + g0 * e1 + 4.0 * u * fabs(ref2) + sub;
+      const double got = val16(D2[i * ldd + j], bf), err = fabs(got - ref2);
+      if (!(err <= tol2)) {
+        if (shown++ < 4)
+          printf("FAIL %s (KG_EXEC_PDL chain, %s): D2(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name, what,
+                 (long long)i, (long long)j, got, ref2, tol2);
+      } else if (err / tol2 > *worst) *worst = err / tol2;
+    }
+  free(WV);
+  return shown == 0;
+}
+
+/* Two launches of v in a row on one stream, both with KG_EXEC_PDL: the first's D2 is the second's A,
+** and the second writes its D2 over the first's A (n2 = k1; D0 / D1, where stored, to their own
+** buffers). With the flag the second kernel may start while the first still runs, so this passes
+** only when each touches A and its outputs after its wait: reading A too early sees the first D2's
+** NaN poison; writing too early changes the first's A while it still reads it (the first has few blocks
+** and a long K: the second's blocks start on the free SMs while it runs). Both D2 against the
+** reference (the second on the D2 the GPU wrote), 2 rounds. */
+static int run_pdl_chain(const dvar *v, double *worst) {
+  const int64_t m = 5, k1 = 16384, n1 = 512;   /* the first: 32 skinny blocks, most SMs free for the second */
+  fop w[2][2];
+  for (int q = 0; q < 2; q++) {
+    const int64_t n = q ? k1 : n1, k = q ? n1 : k1;
+    for (int b = 0; b < 2; b++) {
+      make_fop(&w[q][b], v, n, k / 2 + 16, 1, 1, 1, b ? 1.25f : 1.0f);   /* NVFP4: |w| <= 6 * 448 / 2688 */
+      fill_sf(&w[q][b], v, v->layout, k);
+    }
+  }
+  const size_t a1n = (size_t)(m * k1) * 2, d1n = (size_t)(m * n1) * 2;
+  uint16_t *A1 = xmalloc(a1n), *D1 = xmalloc(d1n), *D2 = xmalloc(a1n);
+  uint8_t *dA1 = dev_alloc(a1n), *dD1 = dev_alloc(d1n), *dX = dev_alloc(2 * a1n);   /* dX: D0, D1 where stored */
+  uint8_t *dW[2][2], *dS[2][2], *dG[2][2];
+  kg_dualgemm_fp4_args g[2];
+  memset(g, 0, sizeof g);
+  for (int q = 0; q < 2; q++) {
+    for (int b = 0; b < 2; b++) {
+      dW[q][b] = dev_alloc(w[q][b].qn); h2d(dW[q][b], w[q][b].q, w[q][b].qn);
+      dS[q][b] = dev_alloc(w[q][b].sfn); h2d(dS[q][b], w[q][b].sf, w[q][b].sfn);
+      dG[q][b] = dev_alloc(sizeof w[q][b].gs); h2d(dG[q][b], w[q][b].gs, sizeof w[q][b].gs);
+    }
+    const int64_t n = q ? k1 : n1, k = q ? n1 : k1;
+    g[q].mode = KG_MODE_GEMM; g[q].batch_count = 1;
+    g[q].m = m; g[q].n = n; g[q].k = k; g[q].dtype = v->bf ? KG_BF16 : KG_F16; g[q].format = v->format;
+    g[q].sf_layout = v->layout; g[q].op = v->op; g[q].store_d0 = v->sd0; g[q].store_d1 = v->sd1;
+    g[q].a = q ? dD1 : dA1; g[q].lda = k;
+    g[q].b0 = dW[q][0]; g[q].ldb0 = w[q][0].ld; g[q].sf_b0 = dS[q][0]; g[q].sf_b0_bytes = w[q][0].sfn;
+    g[q].b1 = dW[q][1]; g[q].ldb1 = w[q][1].ld; g[q].sf_b1 = dS[q][1]; g[q].sf_b1_bytes = w[q][1].sfn;
+    g[q].global_scale_b0 = w[q][0].with_gs ? (const float *)dG[q][0] : NULL;
+    g[q].global_scale_b1 = w[q][1].with_gs ? (const float *)dG[q][1] : NULL;
+    g[q].d0 = v->sd0 ? dX : NULL; g[q].d1 = v->sd1 ? dX + a1n : NULL; g[q].ldd0 = g[q].ldd1 = n;
+    g[q].d2 = q ? dA1 : dD1; g[q].ldd2 = n;
+    g[q].alpha0 = g[q].alpha1 = 1.0f;
+  }
+  kg_exec e = exec_for(v->name);
+  e.flags = KG_EXEC_PDL;
+  int ok = 1;
+  for (int round = 0; ok && round < 2; round++) {
+    /* |A| <= 2^-5: both products' values stay well inside f16 */
+    for (int64_t i = 0; i < m * k1; i++) A1[i] = to16((uni() * 4.0 - 2.0) / 64.0, v->bf);
+    memset(D1, 0xff, d1n);   /* NaN */
+    h2d(dA1, A1, a1n); h2d(dD1, D1, d1n);
+    kg_status s1 = kg_dualgemm_fp4(&g[0], &e), s2 = kg_dualgemm_fp4(&g[1], &e);
+    dev_sync();
+    if (s1 != KG_SUCCESS || s2 != KG_SUCCESS) {
+      printf("FAIL %s (KG_EXEC_PDL chain): %s, %s\n", v->name, kg_status_string(s1), kg_status_string(s2));
+      ok = 0;
+      break;
+    }
+    d2h(D1, dD1, d1n); d2h(D2, dA1, a1n);
+    ok = pdl_check(v, "first", A1, k1, w[0], m, n1, k1, D1, n1, worst) &&
+         pdl_check(v, "second", D1, n1, w[1], m, k1, n1, D2, k1, worst);
+  }
+  for (int q = 0; q < 2; q++)
+    for (int b = 0; b < 2; b++) {
+      dev_free(dW[q][b]); dev_free(dS[q][b]); dev_free(dG[q][b]);
+      free(w[q][b].q); free(w[q][b].sf);
+    }
+  dev_free(dA1); dev_free(dD1); dev_free(dX);
+  free(A1); free(D1); free(D2);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -704,6 +816,10 @@ int main(int argc, char **argv) {
         if (run_dual(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+      /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
+      if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
+        if (run_pdl_chain(&v, &worst)) g_pass++; else { g_fail++; fails++; }
+      }
       if (!v.max_m) {
         for (int c = 0; c < NPATH; c++)
           for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)

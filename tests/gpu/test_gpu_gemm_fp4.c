@@ -42,6 +42,8 @@
 ** workspace (in-kernel variant), the variant forced by name (never the path) and the path forced by its
 ** name (KG_ERROR_WORKSPACE_TOO_SMALL, KG_ERROR_MISALIGNED_OPERAND, KG_ERROR_NOT_SUPPORTED). On the host
 ** build the size is 0, select names the C variant, and the forced path is KG_ERROR_NOT_SUPPORTED.
+** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
+** second reads the first's D as A and writes its D over the first's A (both checked; see there).
 ** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 **
@@ -479,6 +481,105 @@ static int run_path_statuses(const gvar *v) {
   return ok;
 }
 
+/* ---- KG_EXEC_PDL ------------------------------------------------------------------------------- */
+/* Weights of an [n, k] W4A16 product of v: packed bytes B (ldb = k / 2 + 16), scales S in v's layout
+** (padding 0xFF: NaN) and their dequantized values W (double [n][k], global scale gs). */
+typedef struct pweights { int64_t n, k, ldb; uint8_t *B, *S; size_t sfn; double *W; } pweights;
+
+static void pweights_make(const gvar *v, int64_t n, int64_t k, double gs, pweights *w) {
+  const int64_t bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bs - 1) / bs;
+  w->n = n; w->k = k; w->ldb = k / 2 + 16;
+  w->B = xmalloc((size_t)(n * w->ldb));
+  for (int64_t i = 0; i < n * w->ldb; i++) w->B[i] = (uint8_t)rnd();
+  w->sfn = ref_sf_bytes(v->layout, n, kv, 1);
+  w->S = xmalloc(w->sfn);
+  memset(w->S, 0xff, w->sfn);
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t kb = 0; kb < kv; kb++)
+      w->S[ref_sf_off(v->layout, 0, kv, 0, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x20 + rnd() % 0x18) : (uint8_t)(120 + rnd() % 5);
+  w->W = xmalloc(sizeof(double) * (size_t)(n * k));
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t kk = 0; kk < k; kk++) {
+      unsigned byte = w->B[j * w->ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
+      unsigned s = w->S[ref_sf_off(v->layout, 0, kv, 0, j, kk / bs)];
+      w->W[j * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
+    }
+}
+
+/* D [m, w->n] (ldd) against A [m, w->k] (lda) . W^T in double, the tolerance of run_case (alpha 1, no C). */
+static int pdl_check(const gvar *v, const char *what, const uint16_t *A, int64_t lda, const pweights *w,
+                     const uint16_t *D, int64_t ldd, int64_t m, double *worst) {
+  const double u = v->bf ? ldexp(1.0, -8) : ldexp(1.0, -11);
+  int shown = 0;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < w->n; j++) {
+      double s = 0.0, abs = 0.0;
+      for (int64_t kk = 0; kk < w->k; kk++) {
+        double x = val16(A[i * lda + kk], v->bf) * w->W[j * w->k + kk];
+        s += x; abs += fabs(x);
+      }
+      double tol = 2.0 * u * fabs(s) + (double)(w->k + 4) * ldexp(1.0, -23) * abs + (v->bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
+      double got = val16(D[i * ldd + j], v->bf), err = fabs(got - s);
+      if (!(err <= tol)) {
+        if (shown++ < 4)
+          printf("FAIL %s (KG_EXEC_PDL chain, %s): D(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name, what,
+                 (long long)i, (long long)j, got, s, tol);
+      } else if (err / tol > *worst) *worst = err / tol;
+    }
+  return shown == 0;
+}
+
+/* Two launches of v in a row on one stream, both with KG_EXEC_PDL: the first D1 = A1 . W1^T, the
+** second reads D1 as its A and writes its D over A1 (D2 = D1 . W2^T, n2 = k1). With the flag the second
+** kernel may start while the first still runs, so this passes only when each touches A and D after
+** its wait: reading A too early sees D1's NaN poison; writing D too early changes A1 while the first
+** still reads it (the first has few blocks and a long K: the second's blocks start on the free SMs
+** while it runs). Both products against the reference (the second on the D1 the GPU wrote), 2 rounds. */
+static int run_pdl_chain(const gvar *v, double *worst) {
+  const int64_t m = 5, k1 = 16384, n1 = 1024;   /* the first: 32 skinny blocks, most SMs free for the second */
+  const double gs = v->format == KG_FP4_NVFP4 ? (double)(2688.0f / 5.5f) : 1.0;
+  const float gsf = 2688.0f / 5.5f;
+  pweights w1, w2;
+  pweights_make(v, n1, k1, gs, &w1);
+  pweights_make(v, k1, n1, gs, &w2);
+  const size_t a1n = (size_t)(m * k1) * 2, d1n = (size_t)(m * n1) * 2;
+  uint16_t *A1 = xmalloc(a1n), *D1 = xmalloc(d1n), *D2 = xmalloc(a1n);
+  uint8_t *dA1 = dev_alloc(a1n), *dD1 = dev_alloc(d1n), *dB1 = dev_alloc((size_t)(n1 * w1.ldb)), *dB2 = dev_alloc((size_t)(k1 * w2.ldb));
+  uint8_t *dS1 = dev_alloc(w1.sfn), *dS2 = dev_alloc(w2.sfn), *dG = dev_alloc(4);
+  h2d(dB1, w1.B, (size_t)(n1 * w1.ldb)); h2d(dB2, w2.B, (size_t)(k1 * w2.ldb));
+  h2d(dS1, w1.S, w1.sfn); h2d(dS2, w2.S, w2.sfn); h2d(dG, &gsf, 4);
+  kg_gemm_fp4_args g[2];
+  memset(g, 0, sizeof g);
+  for (int q = 0; q < 2; q++) {
+    const pweights *w = q ? &w2 : &w1;
+    g[q].m = m; g[q].n = w->n; g[q].k = w->k; g[q].dtype = v->bf ? KG_BF16 : KG_F16; g[q].format = v->format;
+    g[q].sf_layout = v->layout; g[q].b = q ? dB2 : dB1; g[q].ldb = w->ldb; g[q].sf_b = q ? dS2 : dS1; g[q].sf_b_bytes = w->sfn;
+    g[q].global_scale_b = v->format == KG_FP4_NVFP4 ? (const float *)dG : NULL;
+    g[q].a = q ? dD1 : dA1; g[q].lda = w->k; g[q].d = q ? dA1 : dD1; g[q].ldd = w->n; g[q].alpha = 1.0f;
+  }
+  kg_exec e = exec_for(v->name);
+  e.flags = KG_EXEC_PDL;
+  int ok = 1;
+  for (int round = 0; ok && round < 2; round++) {
+    for (int64_t i = 0; i < m * k1; i++) A1[i] = to16(uni() * 4.0 - 2.0, v->bf);
+    memset(D1, 0xff, d1n);   /* NaN */
+    h2d(dA1, A1, a1n); h2d(dD1, D1, d1n);
+    kg_status s1 = kg_gemm_fp4(&g[0], &e), s2 = kg_gemm_fp4(&g[1], &e);
+    dev_sync();
+    if (s1 != KG_SUCCESS || s2 != KG_SUCCESS) {
+      printf("FAIL %s (KG_EXEC_PDL chain): %s, %s\n", v->name, kg_status_string(s1), kg_status_string(s2));
+      ok = 0;
+      break;
+    }
+    d2h(D1, dD1, d1n); d2h(D2, dA1, a1n);
+    ok = pdl_check(v, "first", A1, k1, &w1, D1, n1, m, worst) && pdl_check(v, "second", D1, n1, &w2, D2, k1, m, worst);
+  }
+  dev_free(dA1); dev_free(dD1); dev_free(dB1); dev_free(dB2); dev_free(dS1); dev_free(dS2); dev_free(dG);
+  free(A1); free(D1); free(D2);
+  free(w1.B); free(w1.S); free(w1.W); free(w2.B); free(w2.S); free(w2.W);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -530,6 +631,10 @@ int main(int argc, char **argv) {
       if (run_case(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+    /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
+    if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
+      if (run_pdl_chain(&v, &worst)) g_pass++; else { g_fail++; fails++; }
+    }
     if (!v.max_m) {
       for (size_t c = 0; c < sizeof PATH_CASES / sizeof PATH_CASES[0]; c++)
         for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
