@@ -311,9 +311,7 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_nvfp4_
   /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it
   ** waits for this grid's completion before it touches memory. */
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  __shared__ uint32_t sfmul[256];   /* scale byte -> f16x2 multiplier */
-#pragma unroll 1
-  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_mult((uint32_t)s);
+  __shared__ uint32_t sfmul[256];   /* scale byte -> f16x2 multiplier (filled after the first loads) */
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
   const int gl = lane >> 2, tl = lane & 3;
   const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
@@ -364,7 +362,6 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_nvfp4_
       for (int mt = 0; mt < 2; mt++)
 #pragma unroll
         for (int e = 0; e < ACC; e++) acc[i][rt][mt][e] = 0.0f;
-  __syncthreads();   /* sfmul written */
 
   /* Ring of PR slots: chunk c + j (c = c_beg + PR x) lives in slot j; once multiplied, the
   ** slot loads chunk c + j + PR (when whole), so PR chunks stay in flight. The pointers move
@@ -382,6 +379,9 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4gemm_cuda_skinny_nvfp4_
 #pragma unroll
   for (int j = 0; j < PR; j++)
     if (j < live) FP4S_LOAD(ring[j], j);
+#pragma unroll 1
+  for (int s = (int)threadIdx.x; s < 256; s += (int)blockDim.x) sfmul[s] = kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_mult((uint32_t)s);
+  __syncthreads();   /* sfmul written */
   /* With PDL the kernel ahead may still run until here: only the weights and their scales
   ** (which it must not write) have been read. A, C, the global scales and D come after.
   ** (The branch also keeps the compiler from moving the ring's loads below the wait.) */
