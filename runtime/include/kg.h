@@ -63,9 +63,11 @@ typedef enum kg_layout { KG_ROW = 0, KG_COL } kg_layout;
 **   launch and the first weight loads with the previous kernel's tail.
 **   Honoured by the FP4 skinny kernels (kg_fp4gemm_cuda_skinny_*,
 **   kg_fp4dualgemm_cuda_skinny_*); every other variant, and the C and HIP
-**   backends, launch as without it. kgen's kernels that honour it let
-**   their own dependents launch from their start (those wait for their
-**   completion before touching anything, as above). */
+**   backends, launch as without it. Those kernels let the kernel after
+**   them launch early (from their start, flag or not): a kernel of yours
+**   launched after one with programmatic stream serialization must call
+**   cudaGridDependencySynchronize() before it reads kg's outputs, as CUDA
+**   requires of any such launch. */
 enum { KG_EXEC_PDL = 1u };
 
 /* How an operation runs: which backend, on which stream, with which scratch
