@@ -271,8 +271,8 @@ template <int MT, int RT, int PR, int SF16>
 __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
   extern __shared__ __align__(128) unsigned char smem[];
-  /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it
-  ** waits for this grid's completion before it touches memory. */
+  /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it must
+  ** wait for this grid's completion (pdl_wait) before it reads what this kernel writes. */
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier (filled after the first loads) */
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
