@@ -209,7 +209,7 @@ static void weights_free(weights *w) {
 }
 
 /* ---- one M -------------------------------------------------------------------------------------- */
-/* KG_PDL: kg with exec.flags = KG_EXEC_PDL. GEMM: P1 = cuBLAS; DualGemm: P1 = 2 GEMMs, P2 = 1 GEMM. */
+/* OP_KG_PDL: kg with exec.flags = KG_EXEC_PDL. GEMM: P1 = cuBLAS; DualGemm: P1 = 2 GEMMs, P2 = 1 GEMM. */
 enum { OP_KG = 0, OP_KG_PDL, OP_P1, OP_P2, N_OPS };
 
 typedef struct problem {

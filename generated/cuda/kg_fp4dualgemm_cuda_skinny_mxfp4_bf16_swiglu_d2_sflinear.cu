@@ -522,7 +522,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_launch
   cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = smem; cfg_.stream = stream;
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg_.attrs = attr_; cfg_.numAttrs = ((exec->flags & KG_EXEC_PDL) != 0) ? 1 : 0;
+  cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
   e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_kernel<MT, 1, 2>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }

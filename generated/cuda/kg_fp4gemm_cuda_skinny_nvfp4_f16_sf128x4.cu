@@ -554,7 +554,7 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
   cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = smem; cfg_.stream = stream;
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg_.attrs = attr_; cfg_.numAttrs = ((exec->flags & KG_EXEC_PDL) != 0) ? 1 : 0;
+  cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
   e = cudaLaunchKernelEx(&cfg_, kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, 2, 2, SF16>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
