@@ -26,6 +26,16 @@ local function fp4s_mul(name, ty)
     "}",
   }, "\n")
 end
+-- wgmma accumulator operands: the asm placeholders %0 .. %(h - 1) and their "+f"
+-- bindings to d[i / 4][i % 4] (h = n / 2 floats per thread for m64nN)
+local function wg_acc_operands(h)
+  local regs, outs = {}, {}
+  for i = 0, h - 1 do
+    regs[#regs + 1] = "%" .. i
+    outs[#outs + 1] = string.format('"+f"(d[%d][%d])', math.floor(i / 4), i % 4)
+  end
+  return regs, outs
+end
 local function fp4s_mma(name, ty)
   return table.concat({
     "[[maybe_unused]] static __device__ __forceinline__ void " .. name .. "(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
@@ -155,6 +165,11 @@ return {
   end,
   pdl_wait = 'asm volatile("griddepcontrol.wait;" ::: "memory")',
   pdl_trigger = 'asm volatile("griddepcontrol.launch_dependents;" ::: "memory")',
+  -- barrier of `count` threads (a multiple of the warp size) on named barrier
+  -- id (1..15; 0 is `barrier`'s), statement without ';'
+  named_barrier = function(id, count)
+    return string.format('asm volatile("bar.sync %%0, %%1;" :: "r"(%s), "r"(%s) : "memory")', id, count)
+  end,
   -- raise the dynamic shared memory limit of a kernel (statement returning error_t)
   set_smem_limit = function(kernel, bytes)
     return string.format("cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %s)", kernel, bytes)
@@ -271,11 +286,7 @@ return {
       local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
       assert(ty, "wgmma takes f16 or bf16 here")
       local h, n8 = math.floor(n / 2), math.floor(n / 8)
-      local regs, outs = {}, {}
-      for i = 0, h - 1 do
-        regs[#regs + 1] = "%" .. i
-        outs[#outs + 1] = string.format('"+f"(d[%d][%d])', math.floor(i / 4), i % 4)
-      end
+      local regs, outs = wg_acc_operands(h)
       return table.concat({
         "/* m64n" .. fmt.int(n) .. "k16, A " .. (tnsp_a == 0 and "K" or "M") .. "-major, B " .. (tnsp_b == 0 and "K" or "N") .. "-major */",
         "static __device__ __forceinline__ void " .. name .. "(float (&d)[" .. fmt.int(n8) .. "][4], uint64_t da, uint64_t db) {",
@@ -285,6 +296,30 @@ return {
         "               \"%" .. fmt.int(h) .. ", %" .. fmt.int(h + 1) .. ", p, 1, 1, " .. fmt.int(tnsp_a) .. ", " .. fmt.int(tnsp_b) .. ";\\n}\\n\"",
         "               : " .. table.concat(outs, ", "),
         "               : \"l\"(da), \"l\"(db), \"r\"(1));",
+        "}",
+      }, "\n")
+    end,
+    -- one MMA function `name` with A from registers: d (m64 x n, f32) += A . B,
+    -- m64nNk16, n = 8, 16, 32 or 64, B K-major in shared memory. Per warp of the group,
+    -- a0..a3 are the m16n8k16 A fragment of its 16 rows (16w ..): (row g, k 2t),
+    -- (row g + 8, k 2t), (row g, k 2t + 8), (row g + 8, k 2t + 8), each two
+    -- elements (g = lane / 4, t = lane % 4); d[j] is its m16n8 accumulator of
+    -- columns 8j .. 8j + 7 (n = 8: d[0] of two).
+    mma_rs_fn = function(name, dtype, n)
+      local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
+      assert(ty and (n == 8 or n == 16 or n == 32 or n == 64), "register-A wgmma takes f16 or bf16, n = 8, 16, 32 or 64")
+      local h = math.floor(n / 2)
+      local regs, outs = wg_acc_operands(h)
+      return table.concat({
+        "/* m64n" .. fmt.int(n) .. "k16, A from registers (K-major), B K-major in shared memory */",
+        "[[maybe_unused]] static __device__ __forceinline__ void " .. name .. "(float (&d)[" .. fmt.int(math.max(2, math.floor(n / 8)))
+          .. "][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {",
+        "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" .. fmt.int(h + 5) .. ", 0;\\n\"",
+        "               \"wgmma.mma_async.sync.aligned.m64n" .. fmt.int(n) .. "k16.f32." .. ty .. "." .. ty .. " \"",
+        "               \"{" .. table.concat(regs, ", ") .. "}, {%" .. fmt.int(h) .. ", %" .. fmt.int(h + 1) .. ", %" .. fmt.int(h + 2)
+          .. ", %" .. fmt.int(h + 3) .. "}, %" .. fmt.int(h + 4) .. ", p, 1, 1, 0;\\n}\\n\"",
+        "               : " .. table.concat(outs, ", "),
+        "               : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"l\"(db), \"r\"(1));",
         "}",
       }, "\n")
     end,

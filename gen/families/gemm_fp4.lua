@@ -31,9 +31,11 @@ F.MAX_M = { warp = 16, skinny = 64 }
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
 -- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
--- * NB * 8 per lane).
-F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2 },
-             dual = { ksplit_max = 16, tiles = 1, ring = 2 } }
+-- * NB * 8 per lane). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
+-- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of
+-- A per slice (4 or 8: the accumulators of two products at m64n64 do not fit).
+F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt = 8 } },
+             dual = { ksplit_max = 16, tiles = 1, ring = 2, wg = { group = 4, mt = 4 } } }
 -- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).

@@ -4,7 +4,8 @@
 ** row-major, W0, W1 MXFP4 (UE8M0 scale per 32) [n, k] with 128x4 scales.
 ** Memory-bound: each weight byte is read once, straight into registers. For m > 16
 ** each 16-row slice of A has its own blocks, adjacent in the grid: the slices of a
-** weight tile run together and share its reads through L2.
+** weight tile run together and share its reads through L2. For m > 16 with at least
+** one block of 64 weight rows per SM, the warpgroup form (WG, below) instead.
 ** The weights are the MMA's A operand (16 weight rows x 16 k) and the activations
 ** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two above), so
 ** one MMA (mma.sync m16n8k16 bf16, f32 accumulation) takes 256 weights and, for
@@ -35,7 +36,14 @@
 ** then the op. Grid: x = (blocks of 16 weight rows) x (slices of A), the slice
 ** fastest; y = batch. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
 ** dependents launch at its start and loads its first weight chunks before it waits for the kernel
-** ahead; A, C, the global scales and D only after. */
+** ahead; A, C, the global scales and D only after.
+** Warpgroup form (WG; m <= 32: 8 MT = 32 rows of A per slice, 32-row slices above): the weights, decoded as
+** above, are the register A operand of wgmma m64n(8 MT)k16 (sm_90a); a warpgroup of 4 warps
+** takes 64 weight rows (16 per warp, the m16n8k16 A fragment of each) over one K range, ks
+** groups per block. Per chunk the group stages its 8 MT rows of A x 128 k in shared memory in
+** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
+** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
+** weight rows instead of once per warp, and one MMA serves all 8 MT rows. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -128,6 +136,12 @@
 
 /* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB). */
 enum { WS = 32, KSPLIT_MAX = 16, SMEM_MAX = 232448 - 1024, NB = 2, KC = 128, ACC = 4 };
+/* Warpgroup form (WG, m > 8): WG_ROWS weight rows per block (a warp per 16), the chunk of A
+** staged in WG_BUFS shared buffers per warpgroup, WG_GROUP k16 steps per register fence. */
+enum { WG_ROWS = 64, WG_BUFS = 3, WG_GROUP = 4 };
+/* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
+** (m64n64, or two products) take 256, so that 255 registers hold them without spills. */
+static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 4 || (NB > 1 && mt > 2)) ? 256 : KSPLIT_MAX * WS; }
 
 typedef struct fp4s_params {
   const __nv_bfloat16 *a; int64_t lda, a_bs;          /* elements; a_bs: batch stride (0: shared) */
@@ -139,9 +153,9 @@ typedef struct fp4s_params {
   __nv_bfloat16 *d2; int64_t ldd2, d2_bs;
   float alpha[NB], beta[NB];
   int64_t m, n, k, kv;
-  int ksplit;                                      /* warps per block (split K) */
-  int per;                                         /* 128-wide K chunks per warp: ceil(chunks / ksplit) */
-  int slices;                                      /* 16-row slices of A: grid x = tiles * slices */
+  int ksplit;                                      /* K-range owners per block: warps (WG: warpgroups) */
+  int per;                                         /* 128-wide K chunks per owner: ceil(chunks / ksplit) */
+  int slices;                                      /* slices of A (16 rows; WG: 8 MT): grid x = tiles * slices */
   int pdl;                                         /* launched with KG_EXEC_PDL */
 } fp4s_params;
 
@@ -206,6 +220,74 @@ typedef struct fp4s_params {
                : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   return r;
 }
+/* Tensor-core vocabulary: mma.sync m16n8k16 + ldmatrix + cp.async. */
+typedef uint32_t kg_frag_a[4];   /* A m16 x k16: 8 halves per lane */
+typedef uint32_t kg_frag_b[2];   /* B k16 x n8: 4 halves per lane */
+typedef float kg_acc[4];         /* C m16 x n8: 4 floats per lane */
+static __device__ __forceinline__ uint32_t kg_smem_u32(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_ldsm_x4(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_ldsm_x4_t(uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3, const void *p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_cp_async16(void *s, const void *g, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(kg_smem_u32(s)), "l"(g), "r"(bytes));
+}
+/* Warpgroup MMA vocabulary: wgmma.mma_async, operands in shared memory. */
+static __device__ __forceinline__ uint64_t kg_wg_desc(const void *p, uint32_t lbo, uint32_t sbo, uint32_t swz) {
+  uint64_t a = (uint64_t)((kg_smem_u32(p) & 0x3ffffu) >> 4);
+  return a | ((uint64_t)((lbo & 0x3ffffu) >> 4) << 16) | ((uint64_t)((sbo & 0x3ffffu) >> 4) << 32) | ((uint64_t)swz << 62);
+}
+static __device__ __forceinline__ void kg_wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+static __device__ __forceinline__ void kg_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> static __device__ __forceinline__ void kg_wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+/* generic-proxy shared-memory writes (cp.async) made visible to wgmma */
+[[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* m64n8k16, A from registers (K-major), B K-major in shared memory */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma8(float (&d)[2][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
+/* m64n16k16, A from registers (K-major), B K-major in shared memory */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma16(float (&d)[2][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
+/* m64n32k16, A from registers (K-major), B K-major in shared memory */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma32(float (&d)[4][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
+/* m64n64k16, A from registers (K-major), B K-major in shared memory */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma64(float (&d)[8][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
 
 /* bf16x2 multipliers of scale byte s for kg_fp4s_bits values (e2m1 * 2^-126). _fast: 2^(s - 1),
 ** exact for s <= 128 (one multiply gives e2m1 * 2^(s - 127)). _full: 2^(s - 127) (s = 0: the
@@ -215,6 +297,11 @@ typedef struct fp4s_params {
   const uint32_t b = s == 255u ? 0x7fc0u : s == 0u ? 0x0040u : s << 7;
   return b | (b << 16);
 }
+
+/* 16 bytes of A (or any operand the kernel ahead may write) with a coherent load: under
+** KG_EXEC_PDL these reads follow the wait for that kernel, and ptxas may move read-only
+** (ld.global.nc) loads above the wait (seen on the H200: NaN poison read). */
+static __device__ __forceinline__ uint4 fp4s_lda(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
 
 /* The weights of one chunk for one lane: per product i and weight row r = 2 * tile + h
 ** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
@@ -235,10 +322,13 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 }
 
 /* acc[i][rt][mt] += W_i(tile rt; the chunk's 128 k) . A(rows 8mt .. 8mt + 7)^T for mt < MT,
-** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag). */
-template <int MT, int RT>
-static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk(float (&acc)[NB][RT][2][ACC], const fp4s_chunk<RT> &c,
-                                                   const uint32_t (&b)[2][8][2]) {
+** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag); WG: the
+** warpgroup's MMAs on the chunk of A staged at descriptor db (RT = 1; b unused), committed as
+** one group. */
+template <int MT, int RT, int WG>
+static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
+                                                   const uint32_t (&b)[2][8][2], uint64_t db) {
+  static_assert(!WG || RT == 1, "a warp of a warpgroup takes one 16-row weight tile");
   uint32_t mul[NB][2 * RT][1];
   /* one multiply per weight pair unless a scale of the warp's chunk exceeds 2 */
   uint32_t big = 0u;
@@ -259,36 +349,99 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swi
     const uint32_t x = kg_fp4s_bits(w, j);
     return kg_fp4s_mul(fast ? x : kg_fp4s_mul(x, 0x7e807e80u), mul[i][r][0]);
   };
+  if constexpr (WG) {
+    /* steps s0 .. s0 + WG_GROUP - 1: their fragments, one register fence, their MMAs */
 #pragma unroll
-  for (int s = 0; s < 8; s++) {   /* MMA s: word q = s / 2, nibble pairs (2h, 2h + 4), (2h + 1, 2h + 5), h = s % 2 */
-    const int q = s >> 1, h = s & 1;
+    for (int s0 = 0; s0 < 8; s0 += WG_GROUP) {
+      uint32_t a[WG_GROUP][NB][4];
 #pragma unroll
-    for (int i = 0; i < NB; i++)
+      for (int u = 0; u < WG_GROUP; u++) {
+        const int q = (s0 + u) >> 1, h = (s0 + u) & 1;
 #pragma unroll
-      for (int rt = 0; rt < RT; rt++) {
-        /* a0, a1: rows g, g + 8 of tile rt at pair 2h; a2, a3: at pair 2h + 1 */
-        const uint32_t a0 = deq(i, 2 * rt, q, 2 * h), a1 = deq(i, 2 * rt + 1, q, 2 * h);
-        const uint32_t a2 = deq(i, 2 * rt, q, 2 * h + 1), a3 = deq(i, 2 * rt + 1, q, 2 * h + 1);
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a0, a1, a2, a3, b[mt][s][0], b[mt][s][1]);
+        for (int i = 0; i < NB; i++) {
+          a[u][i][0] = deq(i, 0, q, 2 * h), a[u][i][1] = deq(i, 1, q, 2 * h);
+          a[u][i][2] = deq(i, 0, q, 2 * h + 1), a[u][i][3] = deq(i, 1, q, 2 * h + 1);
+        }
       }
+      kg_wg_fence();
+#pragma unroll
+      for (int u = 0; u < WG_GROUP; u++) {
+        /* step s: the 32 bytes at 32 (s % 4) of the 128-byte rows of k-half s / 4 */
+        const int s = s0 + u;
+        const uint64_t ds = db + (uint64_t)((((s >> 2) * (8 * MT * 128)) + (s & 3) * 32) >> 4);
+#pragma unroll
+        for (int i = 0; i < NB; i++) {
+          if constexpr (MT == 1) kg_fp4s_wgmma8(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else if constexpr (MT == 2) kg_fp4s_wgmma16(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+        }
+      }
+    }
+    kg_wg_commit();
+  } else {
+#pragma unroll
+    for (int s = 0; s < 8; s++) {   /* MMA s: word q = s / 2, nibble pairs (2h, 2h + 4), (2h + 1, 2h + 5), h = s % 2 */
+      const int q = s >> 1, h = s & 1;
+#pragma unroll
+      for (int i = 0; i < NB; i++)
+#pragma unroll
+        for (int rt = 0; rt < RT; rt++) {
+          /* a0, a1: rows g, g + 8 of tile rt at pair 2h; a2, a3: at pair 2h + 1 */
+          const uint32_t a0 = deq(i, 2 * rt, q, 2 * h), a1 = deq(i, 2 * rt + 1, q, 2 * h);
+          const uint32_t a2 = deq(i, 2 * rt, q, 2 * h + 1), a3 = deq(i, 2 * rt + 1, q, 2 * h + 1);
+#pragma unroll
+          for (int mt = 0; mt < MT; mt++) kg_fp4s_mma(acc[i][rt][mt], a0, a1, a2, a3, b[mt][s][0], b[mt][s][1]);
+        }
+    }
+  }
+}
+
+/* WG: one staging unit of a chunk of A (8 MT rows x 128 k) in shared memory: row n, word q of
+** lanes t = 2tp, 2tp + 1 (av[u]: k = 32 (2tp + u) + 8q .. + 7). B of step 2q + h holds, at
+** logical k 2t and 2t + 8 of row n, lane t's element pairs (2h, 2h + 4) and (2h + 1, 2h + 5):
+** the pairing of the weights' nibbles (as fp4s_bfrag). Layout: wgmma's K-major rows of 128
+** bytes with the 128-byte swizzle, k-half s / 4 of the chunk after the other (8 MT rows
+** each); step s at bytes 32 (s % 4) of its row, 16-byte unit j at j ^ (n % 8). */
+template <int MT>
+static __device__ __forceinline__ void fp4s_stage(unsigned char *buf, int n, int q, int tp, const uint4 (&av)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int s = 2 * q + h;
+    unsigned char *row = buf + (s >> 2) * (8 * MT * 128) + n * 128 + 8 * tp;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      uint2 w;
+      w.x = kg_fp4s_pair(h ? av[0].y : av[0].x, h ? av[0].w : av[0].z, half);
+      w.y = kg_fp4s_pair(h ? av[1].y : av[1].x, h ? av[1].w : av[1].z, half);
+      *reinterpret_cast<uint2 *>(row + (((2 * (s & 3) + half) ^ (n & 7)) << 4)) = w;
+    }
   }
 }
 
 /* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
-** PR: ring slots. */
-template <int MT, int RT, int PR>
-__global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
-  /* Dynamic shared memory: the warps' sums over their K ranges, [ks][NB][RT][MT][ACC][WS] floats. */
+** PR: ring slots, WG: warpgroup form
+** (RT = 1; p.ksplit warpgroups per block, each a K range; warp w % 4 of a group takes weight
+** rows 16 (w % 4) .. of the block's WG_ROWS; the group's chunk of A is staged in shared
+** memory, read by wgmma as B). */
+template <int MT, int RT, int PR, int WG>
+__global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
+  /* Dynamic shared memory: the owners' sums over their K ranges, [ks][NB][RTB][MT][ACC][WS]
+  ** floats; WG: first each group's WG_BUFS staging buffers (1024-aligned), which the sums reuse. */
   extern __shared__ __align__(128) unsigned char smem[];
   /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it must
   ** wait for this grid's completion (pdl_wait) before it reads what this kernel writes. */
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const int lane = (int)threadIdx.x % WS, ks = p.ksplit, kw = (int)threadIdx.x / WS;
+  const int lane = (int)threadIdx.x % WS, ks = p.ksplit, warp = (int)threadIdx.x / WS;
+  const int kw = WG ? warp >> 2 : warp;   /* owner of a K range: a warp, or a warpgroup (WG) */
+  const int wl = WG ? warp & 3 : 0;       /* WG: the warp's 16-row tile of the block's rows */
+  constexpr int RTB = WG ? WG_ROWS / 16 : RT;   /* 16-row tiles per block */
   const int gl = lane >> 2, tl = lane & 3;
   const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
-  const int64_t tile = tile32, m0 = 16 * (int64_t)(bx - tile32 * (unsigned)p.slices);
-  const int64_t n0 = tile * (16 * RT);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
+  constexpr int SROWS = MT > 2 ? 8 * MT : 16;   /* rows of A per slice */
+  const int64_t tile = tile32, m0 = SROWS * (int64_t)(bx - tile32 * (unsigned)p.slices);
+  const int64_t n0 = tile * (16 * RTB);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
+  const int64_t nw = n0 + 16 * wl;        /* the warp's first weight row */
   const int64_t z = blockIdx.y;   /* batch */
   /* K range of the warp: chunks c_beg .. c_end - 1 (none when c_beg >= chunks); below
   ** `whole` they lie inside k */
@@ -303,6 +456,20 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
     const int64_t ar = m0 + gl + 8 * mt < p.m ? m0 + gl + 8 * mt : p.m - 1;
     arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl + c_beg * KC;
   }
+  /* WG: this thread's staging units (fp4s_stage) u < SU: row an + 16u of the chunk of A, word
+  ** aq, lanes 2 atp, 2 atp + 1 (MT < 2: threads from 64 MT on stage nothing); their A elements
+  ** at aptr[u] and aptr[u] + 32 in chunk c_beg. The group's WG_BUFS buffers of SB bytes. */
+  enum { SU = MT > 2 ? MT / 2 : 1, SB = 8 * MT * KC * 2 };
+  const int tg = (int)threadIdx.x & 127, an = tg >> 3, aq = (tg >> 1) & 3, atp = tg & 1;
+  const bool stager = an < 8 * MT;
+  const __nv_bfloat16 *aptr[SU];
+#pragma unroll
+  for (int u = 0; u < SU; u++) {
+    const int64_t ar = m0 + an + 16 * u < p.m ? m0 + an + 16 * u : p.m - 1;
+    aptr[u] = p.a + z * p.a_bs + ar * p.lda + c_beg * KC + 64 * atp + 8 * aq;
+  }
+  unsigned char *wbuf = reinterpret_cast<unsigned char *>(((uintptr_t)smem + 1023) & ~(uintptr_t)1023) + kw * WG_BUFS * SB;
+  const uint64_t wdesc = WG ? kg_wg_desc(wbuf, 16, 1024, 1) : 0;
   /* this lane's weight rows n0 + 16 (r / 2) + gl + 8 (r % 2), clamped to n - 1 (read, never
   ** stored); byte 16 tl of chunk c_beg. Scale offsets are separable, off(g, row, kb) =
   ** off(g, row, 0) + off(0, 0, kb), off(0, 0, kb) is linear in kb over multiples of 4 (one
@@ -316,7 +483,7 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
     g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
 #pragma unroll
     for (int r = 0; r < 2 * RT; r++) {
-      const int64_t row = n0 + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
+      const int64_t row = nw + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
       wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl + c_beg * (KC / 2);
       if (!SF1) sfrow[i][SF1 ? 0 : r] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], rc, 0) + sf_lane;
     }
@@ -324,14 +491,15 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
   /* SF1: rows past n read their scales in the layout's row padding (never stored) */
 #pragma unroll
   for (int i = 0; i < NB; i++)
-    if (SF1) sfrow[i][0] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], n0 + gl, 0) + sf_lane;
-  float acc[NB][RT][2][ACC];
+    if (SF1) sfrow[i][0] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], nw + gl, 0) + sf_lane;
+  constexpr int MTA = MT < 2 ? 2 : MT;
+  float acc[NB][RT][MTA][ACC];
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
     for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-      for (int mt = 0; mt < 2; mt++)
+      for (int mt = 0; mt < MTA; mt++)
 #pragma unroll
         for (int e = 0; e < ACC; e++) acc[i][rt][mt][e] = 0.0f;
 
@@ -353,21 +521,53 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
   ** (which it must not write) have been read. A, C, the global scales and D come after.
   ** (The branch also keeps the compiler from moving the ring's loads below the wait.) */
   if (p.pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  /* WG: A of the next chunk to stage (loaded a chunk ahead), the buffer it goes to. A buffer is
+  ** written again WG_BUFS chunks later: every warp of the group has then passed the barrier
+  ** that follows its wait for the MMAs two chunks back. */
+  uint4 sav[SU][2];
+  int sb = 0;
+  if (WG && stager && live > 0) {
+#pragma unroll
+    for (int u = 0; u < SU; u++) {
+      sav[u][0] = fp4s_lda(aptr[u]);
+      sav[u][1] = fp4s_lda(aptr[u] + 32);
+    }
+  }
   int c = 0;   /* chunks the pointers have moved */
   for (; c < live; c += PR) {
 #pragma unroll
     for (int j = 0; j < PR; j++) {
-      if (c + j >= live) break;   /* the same for the whole warp */
+      if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
       uint32_t b[2][8][2];
+      if constexpr (WG) {
+        if (stager) {
 #pragma unroll
-      for (int mt = 0; mt < MT; mt++) {
-        uint4 av[4];
+          for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
+        }
+        kg_wg_smem_fence();
+        if (stager && c + j + 1 < live) {
 #pragma unroll
-        for (int q = 0; q < 4; q++) av[q] = __ldg(reinterpret_cast<const uint4 *>(arow[mt] + j * KC + 8 * q));
-        fp4s_bfrag(b[mt], av);
+          for (int u = 0; u < SU; u++) {
+            sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
+            sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
+          }
+        }
+        asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(4 * WS) : "memory");   /* the group's chunk of A staged */
+        kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, ring[j], b, wdesc + (uint64_t)((sb * SB) >> 4));
+        if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+        kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
+        sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+          uint4 av[4];
+#pragma unroll
+          for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
+          fp4s_bfrag(b[mt], av);
+        }
+        kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, ring[j], b, 0);
+        if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
       }
-      kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, ring[j], b);
-      if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
     }
 #pragma unroll
     for (int i = 0; i < NB; i++) {
@@ -378,6 +578,8 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
     }
 #pragma unroll
     for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
+#pragma unroll
+    for (int u = 0; u < SU; u++) aptr[u] += PR * KC;
   }
 #undef FP4S_LOAD
   if (c_beg <= whole && whole < c_end) {
@@ -397,8 +599,30 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
         t.s[i][r] = nk > 0 ? (uint32_t)(sfrow[i][SF1 ? 0 : r] + (SF1 ? (r) * 128 : 0))[so] : 0u;
       }
     uint32_t b[2][8][2];
+    if constexpr (WG) {
+      if (stager) {   /* the units' 16 elements of A each, zero past k */
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
+        for (int u = 0; u < SU; u++) {
+#pragma unroll
+          for (int x = 0; x < 2; x++) {
+            const int64_t k0 = whole * KC + 64 * atp + 32 * x + 8 * aq;
+            const uint16_t *ae = reinterpret_cast<const uint16_t *>(aptr[u]) + ct * KC + 32 * x;
+            uint32_t h[4];
+#pragma unroll
+            for (int e = 0; e < 8; e += 2)
+              h[e >> 1] = (k0 + e < p.k ? (uint32_t)ae[e] : 0u) | (k0 + e + 1 < p.k ? (uint32_t)ae[e + 1] << 16 : 0u);
+            sav[u][x] = make_uint4(h[0], h[1], h[2], h[3]);
+          }
+          fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
+        }
+      }
+      kg_wg_smem_fence();
+      asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(4 * WS) : "memory");
+      kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, t, b, wdesc + (uint64_t)((sb * SB) >> 4));
+      kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
+    }
+#pragma unroll
+    for (int mt = 0; mt < (WG ? 0 : MT); mt++) {
       uint32_t h[16];   /* the lane's 32 k of A, zero past k */
 #pragma unroll
       for (int e = 0; e < 32; e += 2) {
@@ -410,18 +634,22 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
       for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
       fp4s_bfrag(b[mt], av);
     }
-    kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT>(acc, t, b);
+    if (!WG) kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, t, b, 0);
+  }
+  if constexpr (WG) {
+    kg_wg_wait<0>();
+    __syncthreads();   /* every group's MMAs done: the sums below reuse the staging buffers */
   }
 
   /* Sum the K ranges in shared memory, then the epilogue: value (rt, mt, e) of lane l is
   ** row 8mt + (((l & 3) << 1) + (e & 1)) of D, column n0 + 16rt + ((l >> 2) + ((e >> 1) << 3)). */
-  float *red = reinterpret_cast<float *>(smem);
+  float *red = reinterpret_cast<float *>(WG ? wbuf - kw * WG_BUFS * SB : smem);
   float post[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
     post[i] = p.alpha[i];
   }
-  enum { VALS = RT * MT * ACC };   /* per lane and product */
+  enum { VALS = RTB * MT * ACC };   /* per lane and product */
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
@@ -429,9 +657,9 @@ __global__ void __launch_bounds__(KSPLIT_MAX * WS) kg_fp4dualgemm_cuda_skinny_mx
 #pragma unroll
       for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int e = 0; e < ACC; e++) red[(((kw * NB + i) * RT + rt) * MT + mt) * ACC * WS + e * WS + lane] = acc[i][rt][mt][e];
+        for (int e = 0; e < ACC; e++) red[(((kw * NB + i) * RTB + wl + rt) * MT + mt) * ACC * WS + e * WS + lane] = acc[i][rt][mt][e];
   __syncthreads();
-  for (int idx = (int)threadIdx.x; idx < VALS * WS; idx += ks * WS) {   /* value (rt, mt, e) of lane l */
+  for (int idx = (int)threadIdx.x; idx < VALS * WS; idx += (int)blockDim.x) {   /* value (rt, mt, e) of lane l */
     const int l = idx % WS, e = idx / WS % ACC, mt = idx / (WS * ACC) % MT, rt = idx / (WS * ACC * MT);
     float x[NB];
 #pragma unroll
@@ -481,29 +709,40 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_param
   return p;
 }
 
-/* Launch the kernel with MT 8-row tiles of A. ks: the most warps
-** per block (<= one per K chunk) for which the SMs hold every block of the grid at once
-** (blocks per SM from the occupancy query, cached per ks); each warp takes ceil(chunks / ks)
-** chunks. */
-template <int MT>
+/* Launch the kernel with MT 8-row tiles of A, WG: the warpgroup form.
+** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
+** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
+** cached per ks); each owner takes ceil(chunks / ks) chunks. */
+template <int MT, int WG>
 static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_params(args, &batches);
+  p.slices = (int)((args->m + (MT > 2 ? 8 * MT : 16) - 1) / (MT > 2 ? 8 * MT : 16));   /* as the kernel's SROWS */
   static int per_sm[KSPLIT_MAX + 1];
-  const int rt = 1;
-  const int64_t tiles = (args->n + 16 * rt - 1) / (16 * rt) * p.slices;   /* blocks per batch */
+  static int smem_set;
+  const int rows = WG ? WG_ROWS : 16 * 1, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
+  const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  int ks = KSPLIT_MAX;
+  if (WG && !smem_set) {
+    if (cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX) != cudaSuccess) {
+      kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
+      return KG_ERROR_BACKEND;
+    }
+    smem_set = 1;
+  }
+  int ks = fp4s_max_threads(MT, WG) / owner;
   size_t smem = 0;
   for (;; ks--) {
-    smem = (size_t)ks * NB * rt * MT * ACC * WS * sizeof(float);
+    /* the owners' sums ([ks][NB][rows / 16][MT][ACC][WS] floats); WG: the staging buffers
+    ** (1024-aligned), which the sums reuse */
+    smem = WG ? 1024 + (size_t)ks * WG_BUFS * 8 * MT * KC * 2 : (size_t)ks * NB * (rows / 16) * MT * ACC * WS * sizeof(float);
     if (ks == 1) break;
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, 1, 2>, ks * WS, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, ks * owner, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -515,7 +754,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
   p.per = (int)((chunks + ks - 1) / ks);
   p.pdl = (exec->flags & KG_EXEC_PDL) != 0;
   dim3 grid((unsigned)tiles, (unsigned)batches);
-  dim3 block((unsigned)(ks * WS));
+  dim3 block((unsigned)(ks * owner));
   cudaError_t e;
   cudaLaunchConfig_t cfg_ = {};
   cudaLaunchAttribute attr_[1];
@@ -523,12 +762,23 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, 1, 2>, p);
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }
 
+/* m > 16: the warpgroup form when its blocks of WG_ROWS weight rows are at least one per SM,
+** else 16-row slices of A on the m <= 16 kernel (H200: N = 14336 ran faster in warpgroups,
+** N = 4096 sliced: 64 blocks leave half the SMs idle). */
+static int kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_use_wg(const kg_dualgemm_fp4_args *args) {
+  int64_t batches;
+  (void)kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_params(args, &batches);
+  return (args->n + WG_ROWS - 1) / WG_ROWS * batches >= (kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1);
+}
+
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  return args->m > 8 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<2>(args, exec) : kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<1>(args, exec);
+  const int wg = args->m > 16 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_use_wg(args);
+  return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<1, 0>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<2, 0>(args, exec)
+       : kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<4, 1>(args, exec);
 }

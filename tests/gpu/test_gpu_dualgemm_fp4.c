@@ -19,9 +19,11 @@
 ** output type's unit roundoff) + the type's subnormal spacing; D2 within the propagated error of D0 / D1 (|op'| <= 1.2) plus
 ** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
 ** passes. Reported as the worst error in tolerance units per variant.
-** Cases: m 1, 5, 9, 12, 16 (every kernel), 17 and 40 (mma and skinny kernels: 16-row slices of A, the
-** last partly filled) and 100, 130 (mma kernels: m not a multiple of the 64-row tile), n 1, 7,
-** 129, 300, 2200, 7000 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
+** Cases: m 1, 5, 9, 12, 16 (every kernel), 17, 24 and 40 (mma and skinny kernels: 16-row slices of A,
+** the last partly filled; the skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at
+** n 4300 x 2 batches: at least one 64-row weight block per SM) and 100, 130 (mma kernels: m not a
+** multiple of the 64-row tile), n 1, 7, 129, 300, 2200, 4300, 7000, 8500 (not multiples of the
+** 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
 ** blocks than SMs, 8576: long K ranges per warp, 7000 x 600: K chunks that do not divide evenly
 ** over the warps), batched with per-batch and shared (batch stride
@@ -30,7 +32,8 @@
 ** bytes (0xFF) so a kernel reading it fails. Outputs are poisoned (0xFF bytes: NaN in f16 and bf16)
 ** with padded lds, batch gaps and guards before and after, and every byte is checked.
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
-** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there).
+** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
+** m = 5 and m = 24 (the second in the warpgroup form).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 64 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 64, no workspace),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
@@ -169,6 +172,9 @@ static const dcase CASES[] = {
   { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
   { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 0 },
+  /* m > 16 with at least one 64-row weight block per SM (132 on the H200: n blocks x batches): the skinny
+  ** kernels' warpgroup form (32-row slices of A; ragged K and n; batched with a shared A) */
+  { 24, 8500, 600, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 40, 4300, 544, 2, SH_A, CN_BIAS, CN_FULL, 1, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
@@ -723,8 +729,8 @@ static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t
 ** NaN poison; writing too early changes the first's A while it still reads it (the first has few blocks
 ** and a long K: the second's blocks start on the free SMs while it runs). Both D2 against the
 ** reference (the second on the D2 the GPU wrote), 2 rounds. */
-static int run_pdl_chain(const dvar *v, double *worst) {
-  const int64_t m = 5, k1 = 16384, n1 = 512;   /* the first: 32 skinny blocks, most SMs free for the second */
+static int run_pdl_chain(const dvar *v, int64_t m, double *worst) {
+  const int64_t k1 = 16384, n1 = 512;   /* the first: few skinny blocks, most SMs free for the second */
   fop w[2][2];
   for (int q = 0; q < 2; q++) {
     const int64_t n = q ? k1 : n1, k = q ? n1 : k1;
@@ -818,7 +824,9 @@ int main(int argc, char **argv) {
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
       if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
-        if (run_pdl_chain(&v, &worst)) g_pass++; else { g_fail++; fails++; }
+        /* m = 24: the second launch (n = 16384) takes the skinny kernels' warpgroup form */
+        for (int64_t m = 5; m <= 24; m += 19)
+          if (run_pdl_chain(&v, m, &worst)) g_pass++; else { g_fail++; fails++; }
       }
       if (!v.max_m) {
         for (int c = 0; c < NPATH; c++)

@@ -17,9 +17,10 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 40, 64} (mma and skinny kernels: 16-row
-** slices of A, the last partly filled) and {100, 130, 257} (mma kernels),
-** n in {1, 7, 33, 65, 129, 300, 2200, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64} (mma and skinny kernels: 16-row
+** slices of A, the last partly filled; the skinny warpgroup form for m 24 and 40 at n 8500 and 8448, at
+** least one 64-row weight block per SM) and {100, 130, 257} (mma kernels),
+** n in {1, 7, 33, 65, 129, 300, 2200, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
@@ -43,7 +44,8 @@
 ** name (KG_ERROR_WORKSPACE_TOO_SMALL, KG_ERROR_MISALIGNED_OPERAND, KG_ERROR_NOT_SUPPORTED). On the host
 ** build the size is 0, select names the C variant, and the forced path is KG_ERROR_NOT_SUPPORTED.
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
-** second reads the first's D as A and writes its D over the first's A (both checked; see there).
+** second reads the first's D as A and writes its D over the first's A (both checked; see there), at m = 5
+** and m = 24 (the second in the warpgroup form).
 ** Last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA call fails.
 ** Usage: test_gpu_gemm_fp4 [SUBSTRING] -- only the variants whose name contains it.
 **
@@ -535,8 +537,8 @@ static int pdl_check(const gvar *v, const char *what, const uint16_t *A, int64_t
 ** its wait: reading A too early sees D1's NaN poison; writing D too early changes A1 while the first
 ** still reads it (the first has few blocks and a long K: the second's blocks start on the free SMs
 ** while it runs). Both products against the reference (the second on the D1 the GPU wrote), 2 rounds. */
-static int run_pdl_chain(const gvar *v, double *worst) {
-  const int64_t m = 5, k1 = 16384, n1 = 1024;   /* the first: 32 skinny blocks, most SMs free for the second */
+static int run_pdl_chain(const gvar *v, int64_t m, double *worst) {
+  const int64_t k1 = 16384, n1 = 1024;   /* the first: few skinny blocks, most SMs free for the second */
   const double gs = v->format == KG_FP4_NVFP4 ? (double)(2688.0f / 5.5f) : 1.0;
   const float gsf = 2688.0f / 5.5f;
   pweights w1, w2;
@@ -607,6 +609,9 @@ int main(int argc, char **argv) {
     ** (16-row slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
     { 257, 65, 64, 0, 0, 1, 0 },
+    /* m > 16 with at least one 64-row weight block per SM (132 on the H200): the skinny kernels' warpgroup
+    ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns) */
+    { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
@@ -633,7 +638,9 @@ int main(int argc, char **argv) {
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
     if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
-      if (run_pdl_chain(&v, &worst)) g_pass++; else { g_fail++; fails++; }
+      /* m = 24: the second launch (n = 16384) takes the skinny kernels' warpgroup form */
+      for (int64_t m = 5; m <= 24; m += 19)
+        if (run_pdl_chain(&v, m, &worst)) g_pass++; else { g_fail++; fails++; }
     }
     if (!v.max_m) {
       for (size_t c = 0; c < sizeof PATH_CASES / sizeof PATH_CASES[0]; c++)
