@@ -752,17 +752,13 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
   fp4s_params p = kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_params(args, &batches);
   p.slices = (int)((args->m + (MT > 2 ? 8 * MT : 16) - 1) / (MT > 2 ? 8 * MT : 16));   /* as the kernel's SROWS */
   static int per_sm[KSPLIT_MAX + 1];
-  static int smem_set;
   const int rows = WG ? WG_ROWS : 16 * 2, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  if (WG && !smem_set) {
-    if (cudaFuncSetAttribute(kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, WG ? 1 : 2, 2, SF16, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX) != cudaSuccess) {
-      kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
-      return KG_ERROR_BACKEND;
-    }
-    smem_set = 1;
+  if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
+    const cudaError_t se = cudaFuncSetAttribute(kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, WG ? 1 : 2, 2, SF16, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
+    if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
   }
   int ks = fp4s_max_threads(MT, WG) / owner;
   size_t smem = 0;
