@@ -133,9 +133,12 @@
 
 /* SMEM_MAX: the most dynamic shared memory a block may have (sm_90: 227 KB). */
 enum { WS = 32, KSPLIT_MAX = 16, SMEM_MAX = 232448 - 1024, NB = 1, KC = 128, ACC = 4 };
-/* Warpgroup form (WG, m > 8): WG_ROWS weight rows per block (a warp per 16), the chunk of A
-** staged in WG_BUFS shared buffers per warpgroup, WG_GROUP k16 steps per register fence. */
+/* Warpgroup form (WG, m > 16; MT = 4 or 8 tiles of A): WG_ROWS weight rows per block (a warp
+** per 16), the chunk of A staged in WG_BUFS shared buffers per warpgroup, WG_GROUP k16 steps
+** per register fence. */
 enum { WG_ROWS = 64, WG_BUFS = 3, WG_GROUP = 8 };
+/* Rows of A per slice (grid x = weight blocks x slices): 16, or 8 MT in the warpgroup form. */
+static constexpr __host__ __device__ int fp4s_slice_rows(int mt) { return mt > 2 ? 8 * mt : 16; }
 /* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
 ** (m64n64, or two products) take 256, so that 255 registers hold them without spills. */
 static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 4 || (NB > 1 && mt > 2)) ? 256 : KSPLIT_MAX * WS; }
@@ -252,22 +255,6 @@ template <int N> static __device__ __forceinline__ void kg_wg_wait() {
 }
 /* generic-proxy shared-memory writes (cp.async) made visible to wgmma */
 [[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* m64n8k16, A from registers (K-major), B K-major in shared memory */
-[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma8(float (&d)[2][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
-               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
-}
-/* m64n16k16, A from registers (K-major), B K-major in shared memory */
-[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma16(float (&d)[2][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-               "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
-               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
-}
 /* m64n32k16, A from registers (K-major), B K-major in shared memory */
 [[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma32(float (&d)[4][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
@@ -324,7 +311,7 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 template <int MT, int RT, int WG>
 static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
                                                    const uint32_t (&b)[2][8][2], uint64_t db) {
-  static_assert(!WG || RT == 1, "a warp of a warpgroup takes one 16-row weight tile");
+  static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8)), "a warp of a warpgroup takes one 16-row weight tile; MT 4 or 8");
   uint32_t mul[NB][2 * RT][1];
   /* one multiply per weight pair unless a scale of the warp's chunk exceeds 2 */
   uint32_t big = 0u;
@@ -367,9 +354,7 @@ static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinea
         const uint64_t ds = db + (uint64_t)((((s >> 2) * (8 * MT * 128)) + (s & 3) * 32) >> 4);
 #pragma unroll
         for (int i = 0; i < NB; i++) {
-          if constexpr (MT == 1) kg_fp4s_wgmma8(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
-          else if constexpr (MT == 2) kg_fp4s_wgmma16(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
-          else if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
           else kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
         }
       }
@@ -434,8 +419,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
   constexpr int RTB = WG ? WG_ROWS / 16 : RT;   /* 16-row tiles per block */
   const int gl = lane >> 2, tl = lane & 3;
   const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
-  constexpr int SROWS = MT > 2 ? 8 * MT : 16;   /* rows of A per slice */
-  const int64_t tile = tile32, m0 = SROWS * (int64_t)(bx - tile32 * (unsigned)p.slices);
+  const int64_t tile = tile32, m0 = fp4s_slice_rows(MT) * (int64_t)(bx - tile32 * (unsigned)p.slices);
   const int64_t n0 = tile * (16 * RTB);   /* weight rows n0 .., rows m0 .. m0 + 15 of A */
   const int64_t nw = n0 + 16 * wl;        /* the warp's first weight row */
   const int64_t z = blockIdx.y;   /* batch */
@@ -453,11 +437,10 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
     arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl + c_beg * KC;
   }
   /* WG: this thread's staging units (fp4s_stage) u < SU: row an + 16u of the chunk of A, word
-  ** aq, lanes 2 atp, 2 atp + 1 (MT < 2: threads from 64 MT on stage nothing); their A elements
-  ** at aptr[u] and aptr[u] + 32 in chunk c_beg. The group's WG_BUFS buffers of SB bytes. */
+  ** aq, lanes 2 atp, 2 atp + 1; their A elements at aptr[u] and aptr[u] + 32 in chunk c_beg.
+  ** The group's WG_BUFS buffers of SB bytes. */
   enum { SU = MT > 2 ? MT / 2 : 1, SB = 8 * MT * KC * 2 };
   const int tg = (int)threadIdx.x & 127, an = tg >> 3, aq = (tg >> 1) & 3, atp = tg & 1;
-  const bool stager = an < 8 * MT;
   const __nv_bfloat16 *aptr[SU];
 #pragma unroll
   for (int u = 0; u < SU; u++) {
@@ -522,7 +505,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
   ** that follows its wait for the MMAs two chunks back. */
   uint4 sav[SU][2];
   int sb = 0;
-  if (WG && stager && live > 0) {
+  if (WG && live > 0) {
 #pragma unroll
     for (int u = 0; u < SU; u++) {
       sav[u][0] = fp4s_lda(aptr[u]);
@@ -536,12 +519,10 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
       if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
       uint32_t b[2][8][2];
       if constexpr (WG) {
-        if (stager) {
 #pragma unroll
-          for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
-        }
+        for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
         kg_wg_smem_fence();
-        if (stager && c + j + 1 < live) {
+        if (c + j + 1 < live) {
 #pragma unroll
           for (int u = 0; u < SU; u++) {
             sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
@@ -596,41 +577,40 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
       }
     uint32_t b[2][8][2];
     if constexpr (WG) {
-      if (stager) {   /* the units' 16 elements of A each, zero past k */
 #pragma unroll
-        for (int u = 0; u < SU; u++) {
+      for (int u = 0; u < SU; u++) {   /* the units' 16 elements of A each, zero past k */
 #pragma unroll
-          for (int x = 0; x < 2; x++) {
-            const int64_t k0 = whole * KC + 64 * atp + 32 * x + 8 * aq;
-            const uint16_t *ae = reinterpret_cast<const uint16_t *>(aptr[u]) + ct * KC + 32 * x;
-            uint32_t h[4];
+        for (int x = 0; x < 2; x++) {
+          const int64_t k0 = whole * KC + 64 * atp + 32 * x + 8 * aq;
+          const uint16_t *ae = reinterpret_cast<const uint16_t *>(aptr[u]) + ct * KC + 32 * x;
+          uint32_t h[4];
 #pragma unroll
-            for (int e = 0; e < 8; e += 2)
-              h[e >> 1] = (k0 + e < p.k ? (uint32_t)ae[e] : 0u) | (k0 + e + 1 < p.k ? (uint32_t)ae[e + 1] << 16 : 0u);
-            sav[u][x] = make_uint4(h[0], h[1], h[2], h[3]);
-          }
-          fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
+          for (int e = 0; e < 8; e += 2)
+            h[e >> 1] = (k0 + e < p.k ? (uint32_t)ae[e] : 0u) | (k0 + e + 1 < p.k ? (uint32_t)ae[e + 1] << 16 : 0u);
+          sav[u][x] = make_uint4(h[0], h[1], h[2], h[3]);
         }
+        fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
       }
       kg_wg_smem_fence();
       asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(4 * WS) : "memory");
       kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, wdesc + (uint64_t)((sb * SB) >> 4));
       kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
-    }
+    } else {
 #pragma unroll
-    for (int mt = 0; mt < (WG ? 0 : MT); mt++) {
-      uint32_t h[16];   /* the lane's 32 k of A, zero past k */
+      for (int mt = 0; mt < MT; mt++) {
+        uint32_t h[16];   /* the lane's 32 k of A, zero past k */
 #pragma unroll
-      for (int e = 0; e < 32; e += 2) {
-        const uint16_t *ae = reinterpret_cast<const uint16_t *>(arow[mt]) + ct * KC + e;
-        h[e >> 1] = (e < nk ? (uint32_t)ae[0] : 0u) | (e + 1 < nk ? (uint32_t)ae[1] << 16 : 0u);
+        for (int e = 0; e < 32; e += 2) {
+          const uint16_t *ae = reinterpret_cast<const uint16_t *>(arow[mt]) + ct * KC + e;
+          h[e >> 1] = (e < nk ? (uint32_t)ae[0] : 0u) | (e + 1 < nk ? (uint32_t)ae[1] << 16 : 0u);
+        }
+        uint4 av[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+        fp4s_bfrag(b[mt], av);
       }
-      uint4 av[4];
-#pragma unroll
-      for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
-      fp4s_bfrag(b[mt], av);
+      kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, 0);
     }
-    if (!WG) kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, 0);
   }
   if constexpr (WG) {
     kg_wg_wait<0>();
@@ -674,11 +654,17 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
   }
 }
 
-/* The kernels' parameters from args (ksplit: set by the launcher); *batches: grid y. */
+/* Batches of the problem: grid y. */
+static int64_t kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(const kg_gemm_fp4_args *args) {
+  (void)args;
+  return 1;
+}
+
+/* The kernels' parameters from args (ksplit, per, slices: set by the launcher); *batches: grid y. */
 static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(const kg_gemm_fp4_args *args, int64_t *batches_out) {
   fp4s_params p;
+  const int64_t batches = kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args);
   const int batched = 0;
-  const int64_t batches = 1;
   p.a = (const __nv_bfloat16 *)args->a; p.lda = args->lda; p.a_bs = 0;
   p.w[0] = (const uint8_t *)args->b; p.ldw[0] = args->ldb; p.w_bs[0] = 0;
   p.sf[0] = (const uint8_t *)args->sf_b; p.gs[0] = args->global_scale_b;
@@ -691,7 +677,7 @@ static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(const kg_ge
   p.ksplit = 1;
   p.per = 0;
   p.pdl = 0;
-  p.slices = (int)((args->m + 15) / 16);
+  p.slices = 0;   /* set by the launcher (fp4s_slice_rows) */
   *batches_out = batches;
   return p;
 }
@@ -705,7 +691,7 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch(const kg_gemm
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(args, &batches);
-  p.slices = (int)((args->m + (MT > 2 ? 8 * MT : 16) - 1) / (MT > 2 ? 8 * MT : 16));   /* as the kernel's SROWS */
+  p.slices = (int)((args->m + fp4s_slice_rows(MT) - 1) / fp4s_slice_rows(MT));
   static int per_sm[KSPLIT_MAX + 1];
   const int rows = WG ? WG_ROWS : 16 * 2, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
@@ -755,9 +741,7 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch(const kg_gemm
 ** else 16-row slices of A on the m <= 16 kernel (H200: N = 14336 ran faster in warpgroups,
 ** N = 4096 sliced: 64 blocks leave half the SMs idle). */
 static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_use_wg(const kg_gemm_fp4_args *args) {
-  int64_t batches;
-  (void)kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(args, &batches);
-  return (args->n + WG_ROWS - 1) / WG_ROWS * batches >= (kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1);
+  return (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args) >= (kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1);
 }
 
 extern "C" kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec) {
