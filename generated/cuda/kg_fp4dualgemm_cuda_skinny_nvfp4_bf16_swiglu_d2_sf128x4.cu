@@ -534,7 +534,14 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
           fp4s_bfrag(b[mt], av);
         }
         kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, ring[j], b, sfmul, 0);
-        if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+        if constexpr (MT == 1) {
+          /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
+          ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
+          if (j & 1) {
+            if (c + j - 1 + PR < live) FP4S_LOAD(ring[j - 1], j - 1 + PR);
+            if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+          } else if (j == PR - 1 && c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+        } else if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
       }
     }
 #pragma unroll
