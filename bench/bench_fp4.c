@@ -27,7 +27,10 @@
 ** honours KG_EXEC_PDL (kg.h: the skinny kernels), also the same kg call with that
 ** flag ("pdl us", "peer/pdl"): the timed launches run back to back, so each may
 ** start, and load its first weights, while the one ahead finishes (the peer
-** launches as usual). Its output must equal kg's without the flag bit for bit.
+** launches as usual). Its output must equal kg's without the flag bit for bit. Per weight shape
+** also the read floor ("read us"): bench/peer_kernels.cu's kgb_read_bytes streaming the same FP4
+** weight bytes and nothing else, timed the same way (rotated sets, back-to-back launches), and
+** "peer/read", the largest peer/kg any kernel that reads those bytes could reach in this run.
 ** Checks of the timed run (outputs poisoned with NaN first): 64 sampled
 ** outputs against a double-precision reference on the dequantized weights
 ** (host loop here), and kg against the peer norm-wise.
@@ -54,6 +57,8 @@
 /* bench/peer_kernels.cu */
 int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1, void *out, int64_t ldo, int64_t m,
                       int64_t n, void *stream);
+int kgb_read_bytes(const void *p0, int64_t n0, const void *p1, int64_t n1, const void *p2, int64_t n2, void *sink,
+                   void *stream);
 
 #define MAX_SETS 8
 #define MAX_ROWS 160
@@ -71,11 +76,12 @@ static struct {
   bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   int nrows, fails;
-  char table[MAX_ROWS][256];
+  char table[MAX_ROWS][320];
   const char *force_variant;    /* KG_BENCH_VARIANT */
   int pdl;                      /* KG_BENCH_PDL */
   const char *ms;               /* KG_BENCH_MS */
   void *ws;                     /* workspace of the FP4 GEMM / DualGemm rows (grows) */
+  void *sink;                   /* 4 device bytes for kgb_read_bytes */
   size_t ws_bytes;
 } G;
 
@@ -132,6 +138,8 @@ typedef struct weights {
   uint16_t *deq[MAX_SETS];           /* [nw * n, k] bf16, dequantized */
   uint16_t *h_deq;                   /* host copy of set 0's deq */
   double fp4_bytes;                  /* bytes kg must read per launch: values + scales */
+  double read_ms;                    /* read floor: kgb_read_bytes of those bytes, timed as kg is */
+  int read_err;
 } weights;
 
 static void check_kg(kg_status st, const char *what) {
@@ -148,6 +156,16 @@ static kg_exec cuda_exec(void) {
   e.backend = KG_BACKEND_CUDA;
   e.stream = (void *)G.st;
   return e;
+}
+
+/* The read floor's launch on set s: the packed values and scales of every matrix, once. */
+static int launch_read(void *ctx, int s) {
+  weights *w = (weights *)ctx;
+  const int64_t qb = (int64_t)w->nw * w->n * (w->k / 2), sb = (int64_t)w->sf_bytes;
+  int e = kgb_read_bytes(w->q[s], qb, w->sf[s][0], sb, w->nw > 1 ? w->sf[s][1] : NULL, w->nw > 1 ? sb : 0, G.sink,
+                         (void *)G.st);
+  if (e) { w->read_err = e; return 1; }
+  return 0;
 }
 
 static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int nw, uint64_t *rng) {
@@ -198,6 +216,12 @@ static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int 
   CK(cudaStreamSynchronize(G.st));
   CK(cudaMemcpy(w->h_deq, w->deq[0], elems * 2, cudaMemcpyDeviceToHost));
   free(h);
+  bench_timer t;
+  memset(&t, 0, sizeof t);
+  t.fn = launch_read; t.ctx = w; t.active = 1;
+  bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
+  if (t.failed) bench_fatal("kgb_read_bytes", cudaGetErrorString((cudaError_t)w->read_err), __FILE__, __LINE__);
+  w->read_ms = t.med;
 }
 
 static void weights_free(weights *w) {
@@ -441,7 +465,7 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     }
   }
 
-  char line[256], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-";
+  char line[320], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-";
   const double peer = ops[best].med;
   if (has_kg) {
     const double tbs = w->fp4_bytes / (ops[OP_KG].med * 1e-3) / 1e12;
@@ -454,9 +478,9 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
       snprintf(pratio, sizeof pratio, "%.3f", peer / ops[OP_KG_PDL].med);
     }
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %s", label,
+  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %s", label,
            w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)m, (long long)w->n, (long long)w->k, variant, kus,
-           peer * 1e3, ratio, tb, pc, pus, pratio, ok ? "ok" : "FAIL");
+           peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, ok ? "ok" : "FAIL");
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
   fflush(stdout);
   table_add(line);
@@ -515,9 +539,9 @@ static void run_quant(kg_fp4_format f, uint64_t *rng) {
   const char *short_name = strstr(name, "_cuda_") ? strstr(name, "_cuda_") + 6 : name;
   const double in_tbs = (double)elems * 2 / (t.med * 1e-3) / 1e12;
   const double all_tbs = ((double)elems * 2 + (double)elems / 2 + (double)sfb) / (t.med * 1e-3) / 1e12;
-  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %7s %8s %s (read+write %.3f TB/s)",
+  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %7s %8s %7s %9s %s (read+write %.3f TB/s)",
            f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)rows, "-", (long long)k, short_name,
-           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, "-", "-", t.failed ? "FAIL" : "ok", all_tbs);
+           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, "-", "-", "-", "-", t.failed ? "FAIL" : "ok", all_tbs);
   printf("%s\n", line);
   table_add(line);
   G.fails += t.failed;
@@ -534,7 +558,7 @@ static void print_header(void) {
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
-static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl check";
+static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read check";
 
 static void print_table(void) {
   printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
@@ -544,7 +568,9 @@ static void print_table(void) {
   printf("peer: gemm = cublasGemmEx; dual = best of 2 GEMMs + silu*mul and 1 GEMM on [W0||W1] + silu*mul. peer/kg > 1: "
          "kg faster. kg TB/s on the FP4 weight bytes (packed values + scales); quantize: TB/s of bf16 input read. pdl: the same "
          "kg variant with exec.flags = KG_EXEC_PDL (back-to-back launches: each may start before the one ahead ends; "
-         "skinny variants only; the peer launches as usual).\n");
+         "skinny variants only; the peer launches as usual). read: the read floor, one kernel that only streams the same FP4 "
+         "weight bytes, timed as kg is (launches and ramp included); peer/read: the most any kernel reading those bytes could "
+         "show against the peer in this run.\n");
   printf("result: %d of %d rows passed\n", G.nrows - G.fails, G.nrows);
   fflush(stdout);
 }
@@ -570,6 +596,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   CK(cudaStreamCreateWithFlags(&G.st, cudaStreamNonBlocking));
+  CK(cudaMalloc(&G.sink, 4));
   CB(cublasCreate(&G.cublas));
   CB(cublasSetStream(G.cublas, G.st));
   bench_run_init(&G.run, G.cublas);
@@ -622,6 +649,7 @@ int main(int argc, char **argv) {
   print_table();
   bench_fatal_hook = NULL;
   if (G.ws) CK(cudaFree(G.ws));
+  CK(cudaFree(G.sink));
   CB(cublasDestroy(G.cublas));
   CK(cudaStreamDestroy(G.st));
   return G.fails ? 1 : 0;
