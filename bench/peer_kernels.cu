@@ -54,17 +54,26 @@ __global__ void kgb_silu_mul_bf16_v1(const __nv_bfloat16 *__restrict__ x0, int64
   }
 }
 
+/* *sms: the current device's multiprocessor count (looked up once). */
+static cudaError_t kgb_sm_count(int *sms) {
+  static int n = 0;
+  if (n == 0) {
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+  }
+  *sms = n;
+  return cudaSuccess;
+}
+
 /* out[r][c] = silu(x0[r][c]) * x1[r][c] for r < m, c < n (row-major, lds in elements), on the
 ** given stream (cudaStream_t; NULL: the default stream). Returns the launch's cudaError_t. */
 extern "C" int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1, void *out, int64_t ldo,
                                  int64_t m, int64_t n, void *stream) {
-  static int sms = 0;
-  if (sms == 0) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return (int)e;
-  }
+  int sms = 0;
+  const cudaError_t se = kgb_sm_count(&sms);
+  if (se != cudaSuccess) return (int)se;
   if (m <= 0 || n <= 0) return (int)cudaSuccess;
   const int threads = 256;
   const int vec = n % 8 == 0 && ldx0 % 8 == 0 && ldx1 % 8 == 0 && ldo % 8 == 0 && (uintptr_t)x0 % 16 == 0 &&
@@ -108,13 +117,9 @@ __global__ void kgb_read_bytes_kernel(kgb_bufs b, unsigned *sink) {
 ** sink: 4 writable device bytes. Returns the launch's cudaError_t. */
 extern "C" int kgb_read_bytes(const void *p0, int64_t n0, const void *p1, int64_t n1, const void *p2, int64_t n2,
                               void *sink, void *stream) {
-  static int sms = 0;
-  if (sms == 0) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e != cudaSuccess) return (int)e;
-  }
+  int sms = 0;
+  const cudaError_t se = kgb_sm_count(&sms);
+  if (se != cudaSuccess) return (int)se;
   kgb_bufs b = { { (const unsigned char *)p0, (const unsigned char *)p1, (const unsigned char *)p2 }, { n0, n1, n2 } };
   kgb_read_bytes_kernel<<<(unsigned)sms * 8, 256, 0, (cudaStream_t)stream>>>(b, (unsigned *)sink);
   return (int)cudaGetLastError();
