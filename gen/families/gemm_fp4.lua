@@ -6,7 +6,7 @@
 -- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
 -- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
 -- warp per output column, 16-byte loads of 32 packed weights, dequantized in
--- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 64: packed weights
+-- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 128, DualGemm 64: packed weights
 -- dequantized in registers straight into mma.sync m16n8k16 fragments; preferred
 -- over warp where both apply) and mma (CUDA, HIP: any M, tiles of A and W
 -- dequantized to bf16/f16 in shared memory, the dialect's warp-level MMA:
@@ -22,11 +22,16 @@ local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, m
                   hip = { warp = true, mma = true } }
 local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the small-M kernels take. warp: accumulators per lane. skinny: two
--- 8-row tiles of A per block, and m > 16 in 16-row slices of A, each its own
--- blocks, that dequantize the weights again (their reads shared through L2);
--- measured on the H200 at or above the dequantize path up to m = 64.
-F.MAX_M = { warp = 16, skinny = 64 }
+-- Largest m the small-M kernels take, per family (gemm, dual). warp: accumulators
+-- per lane. skinny: two 8-row tiles of A per block, and m > 16 in slices of A
+-- (16 rows, or 32 / 64 in the warpgroup form), each its own blocks, that
+-- dequantize the weights again (their reads shared through L2). Measured on the
+-- H200 against the dequantize path (bench/results): the GEMM is faster up to
+-- m = 128 (m = 128: 4096x4096 35 us against 73, 14336x4096 90 against 112,
+-- 4096x14336 104 against 232); the DualGemm's 32-row slices are not above m = 64.
+F.MAX_M = { gemm = { warp = 16, skinny = 128 }, dual = { warp = 16, skinny = 64 } }
+-- the limit of v's kernel (0: any m)
+function F.max_m(v) return F.MAX_M[v.family == "dualgemm_fp4" and "dual" or "gemm"][v.kernel] or 0 end
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
@@ -138,7 +143,7 @@ function F.common_descriptor(v, d)
   return {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
-    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.MAX_M[v.kernel] or 0),
+    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.max_m(v)),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
@@ -166,7 +171,7 @@ function F.common_prepare(v, d, env)
   env.SF_OFF = SF_OFF[v.sf_layout]
   env.A4 = v.a_dtype == "fp4"                 -- W4A4: A is FP4 with scales
   env.SF_OFF_A = SF_OFF[v.sf_layout_a]
-  env.MAX_M = F.MAX_M[v.kernel] or 0
+  env.MAX_M = F.max_m(v)
   env.MMA = F.MMA_TILE[v.backend]
   env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end

@@ -17,9 +17,10 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64} (mma and skinny kernels: 16-row
-** slices of A, the last partly filled; the skinny warpgroup form for m 24 and 40 at n 8500 and 8448, at
-** least one 64-row weight block per SM) and {100, 130, 257} (mma kernels),
+** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 100, 128} (mma and skinny kernels:
+** 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 100 and 128 at n 8500
+** and 8448, at least one 64-row weight block per SM: one 32-row slice, one, two and two 64-row slices) and
+** {130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
@@ -27,16 +28,16 @@
 ** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
-** must be untouched. Statuses: m above the limit of a warp (16) or skinny (64) kernel ->
+** must be untouched. Statuses: m above the limit of a warp (16) or skinny (128) kernel ->
 ** KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the limit), a misaligned lda ->
 ** KG_ERROR_MISALIGNED_OPERAND, odd k -> KG_ERROR_INVALID_PROBLEM, and nothing written; dispatch picks a
-** skinny variant for m = 64 (no workspace: the dequantize path is not taken).
+** skinny variant for m = 128 (no workspace: the dequantize path is not taken).
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
 ** NULL), once without a workspace (select must name the variant) and once with a workspace of
 ** kg_gemm_fp4_workspace_size's bytes filled with NaN bytes: on the GPU the size must be > 0 exactly for
 ** the bf16 cases whose ldc / ldd are multiples of 8, select then names "dequantize + kg_gemm_cuda_tensorop_*",
 ** and the result meets the same tolerance plus u * |alpha| * sum |a w| per operand with an NVFP4 global
-** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 65 .. 257 (above the small-M kernels; not multiples of the
+** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 129 .. 257 (above the small-M kernels; not multiples of the
 ** 128-row tile), n 7 .. 300, k 30 .. 4096, C with beta, bias rows, W4A4, MXFP4 and NVFP4 with and without
 ** global scales, and one case with unaligned lds (the in-kernel variant runs). run_path_statuses checks
 ** the size (n * round8(k) * 2, + m * round8(k) * 2 for W4A4), explain's lines, a short or misaligned
@@ -82,7 +83,7 @@ static int parse(const char *name, gvar *v) {
   for (char *p = strtok(buf, "_"); p && nt < 8; p = strtok(NULL, "_")) tok[nt++] = p;
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
-  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 64 : 0;   /* small-M kernels: their limit */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 128 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->layout = layout_of(tok[3] + 2);
@@ -605,22 +606,24 @@ int main(int argc, char **argv) {
     /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks (its grid fills the
     ** GPU): one warp owns none, one only the ragged chunk */
     { 1, 14336, 600, 0, 0, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
-    /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 64, the skinny kernels
+    /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 128, the skinny kernels
     ** (16-row slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
     { 257, 65, 64, 0, 0, 1, 0 },
     /* m > 16 with at least one 64-row weight block per SM (132 on the H200): the skinny kernels' warpgroup
-    ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns) */
-    { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 },
+    ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns; m 65 .. 128: two
+    ** 64-row slices, the second partly or wholly filled) */
+    { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 }, { 100, 8448, 256, 1, 1, 1, 0 },
+    { 128, 8500, 384, 0, 0, 0, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
   ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
   ** unaligned lds: the in-kernel variant runs with the workspace too */
   static const gcase PATH_CASES[] = {
-    { 65, 7, 30, 1, 0, 1, 1 }, { 100, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
-    { 257, 65, 64, 0, 0, 1, 1 }, { 72, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
-    { 100, 129, 200, 1, 0, 1, 0 },
+    { 133, 7, 30, 1, 0, 1, 1 }, { 150, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
+    { 257, 65, 64, 0, 0, 1, 1 }, { 136, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
+    { 150, 129, 200, 1, 0, 1, 0 },
   };
   int nv = 0;
   for (int i = 0; i < kg_variant_count(); i++) {
@@ -637,7 +640,7 @@ int main(int argc, char **argv) {
     }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
-    if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
+    if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
       /* m = 24: the second launch (n = 16384) takes the skinny kernels' warpgroup form */
       for (int64_t m = 5; m <= 24; m += 19)
         if (run_pdl_chain(&v, m, &worst)) g_pass++; else { g_fail++; fails++; }
