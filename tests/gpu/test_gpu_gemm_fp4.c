@@ -338,15 +338,15 @@ static int run_statuses(const gvar *v) {
   return ok;
 }
 
-/* The dequantize path's contract for an any-M variant v (m = 40, lds multiples of 8, NVFP4 global
-** scales): the workspace size (0 on the C backend; on a GPU n * round8(k) * 2 bytes, plus m * round8(k) * 2
-** for W4A4), explain's last line without and with the workspace, a workspace one byte short or misaligned
-** (the in-kernel variant runs), v forced by name (never the path), the path forced by its select name
-** (short workspace -> KG_ERROR_WORKSPACE_TOO_SMALL, misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such
-** kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the C backend KG_ERROR_NOT_SUPPORTED); refused calls
-** write nothing. */
+/* The dequantize path's contract for an any-M variant v (m = 136, above the small-M kernels; lds
+** multiples of 8, NVFP4 global scales): the workspace size (0 on the C backend; on a GPU n * round8(k)
+** * 2 bytes, plus m * round8(k) * 2 for W4A4), explain's last line without and with the workspace, a
+** workspace one byte short or misaligned (the in-kernel variant runs), v forced by name (never the
+** path), the path forced by its select name (short workspace -> KG_ERROR_WORKSPACE_TOO_SMALL,
+** misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the
+** C backend KG_ERROR_NOT_SUPPORTED); refused calls write nothing. */
 static int run_path_statuses(const gvar *v) {
-  const int64_t m = 72, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
+  const int64_t m = 136, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
   const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
   const size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   const float gs = 3.0f;
