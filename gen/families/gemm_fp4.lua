@@ -6,7 +6,7 @@
 -- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
 -- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
 -- warp per output column, 16-byte loads of 32 packed weights, dequantized in
--- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 128, DualGemm 64: packed weights
+-- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 128: packed weights
 -- dequantized in registers straight into mma.sync m16n8k16 fragments; preferred
 -- over warp where both apply) and mma (CUDA, HIP: any M, tiles of A and W
 -- dequantized to bf16/f16 in shared memory, the dialect's warp-level MMA:
@@ -22,25 +22,25 @@ local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, m
                   hip = { warp = true, mma = true } }
 local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the small-M kernels take, per family (gemm, dual). warp: accumulators
--- per lane. skinny: two 8-row tiles of A per block, and m > 16 in slices of A
--- (16 rows, or 32 / 64 in the warpgroup form), each its own blocks, that
--- dequantize the weights again (their reads shared through L2). Measured on the
--- H200 against the dequantize path (bench/results): the GEMM is faster up to
--- m = 128 (m = 128: 4096x4096 35 us against 73, 14336x4096 90 against 112,
--- 4096x14336 104 against 232); the DualGemm's 32-row slices are not above m = 64.
-F.MAX_M = { gemm = { warp = 16, skinny = 128 }, dual = { warp = 16, skinny = 64 } }
+-- Largest m the small-M kernels take. warp: accumulators per lane. skinny: two
+-- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
+-- the warpgroup form), each its own blocks, that dequantize the weights again
+-- (their reads shared through L2). Measured on the H200 against the dequantize
+-- path (bench/results), m = 128: GEMM 4096x4096 35 us against 73, 14336x4096 90
+-- against 112, 4096x14336 104 against 232; DualGemm 14336x4096 125 against 182.
+F.MAX_M = { warp = 16, skinny = 128 }
 -- the limit of v's kernel (0: any m)
-function F.max_m(v) return F.MAX_M[v.family == "dualgemm_fp4" and "dual" or "gemm"][v.kernel] or 0 end
+function F.max_m(v) return F.MAX_M[v.kernel] or 0 end
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
 -- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
 -- * NB * 8 per lane). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
 -- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of
--- A per slice (4 or 8: the accumulators of two products at m64n64 do not fit).
+-- A per slice (4 or 8; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with
+-- a few spilled words, H200 14336x4096 m = 64: 65 us against 88 in two 32-row slices).
 F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt = 8 } },
-             dual = { ksplit_max = 16, tiles = 1, ring = 2, wg = { group = 4, mt = 4 } } }
+             dual = { ksplit_max = 16, tiles = 1, ring = 2, wg = { group = 4, mt = 8 } } }
 -- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).

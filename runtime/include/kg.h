@@ -398,7 +398,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** batch, no split-K).
 ** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the CUDA `skinny`
 ** kernels (W4A16: bf16, or f16 with NVFP4; weights dequantized in registers into mma.sync) m <= 128
-** (kg_dualgemm_fp4: m <= 64; above 16 in slices of A, each dequantizing the weights again), the `mma`
+** (above 16 in slices of A, each dequantizing the weights again), the `mma`
 ** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
 ** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
 ** any m; a variant that does not take m is

@@ -34,8 +34,8 @@
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
-** Statuses: warp and skinny variants refuse m above their limit, 16 and 64 (KG_ERROR_NOT_SUPPORTED,
-** kg_explain names the limit; dispatch picks a skinny variant for m = 64, no workspace),
+** Statuses: warp and skinny variants refuse m above their limit, 16 and 128 (KG_ERROR_NOT_SUPPORTED,
+** kg_explain names the limit; dispatch picks a skinny variant for m = 128, no workspace),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
@@ -45,7 +45,7 @@
 ** whose op and stores kg_dualgemm has a tensor-core variant for (has_tensorop: swiglu / geglu with D2
 ** only in the shipped specs), select then names "dequantize + kg_dualgemm_cuda_tensorop_*", and
 ** the results meet the tolerances above plus u * |alpha_i| * sum |a w_i| per operand of product i
-** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 65 .. 130, n 7
+** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 129 .. 161, n 7
 ** .. 300 (not multiples of the tensor-core tiles), ragged k, batched with per-batch W0 / W1 / A (own
 ** scale groups and global scales) and shared ones, C with beta and bias rows, W4A4, one unaligned
 ** case (the in-kernel variant runs). run_dual_path_statuses: the size of a batched problem (every
@@ -103,7 +103,7 @@ static int parse_dvar(const char *name, dvar *v) {
   snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
   if (nt != 6 && nt != 8) return 0;
-  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 64 : 0;   /* small-M kernels: their limit */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 128 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -168,13 +168,15 @@ static const dcase CASES[] = {
   { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
   /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks: one warp owns none */
   { 1, 7000, 600, 0, 0, CN_NONE, CN_FULL, 1, 0 },
-  /* m > 16: the mma kernels and, m <= 64, the skinny kernels (16-row slices of A) */
+  /* m > 16: the mma kernels and, m <= 128, the skinny kernels (16-row slices of A) */
   { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
   { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 0 },
   /* m > 16 with at least one 64-row weight block per SM (132 on the H200: n blocks x batches): the skinny
-  ** kernels' warpgroup form (32-row slices of A; ragged K and n; batched with a shared A) */
+  ** kernels' warpgroup form (m <= 32: one 32-row slice of A, else 64-row slices; ragged K and n; batched
+  ** with a shared A; m 65 .. 128: two slices, the second partly or wholly filled) */
   { 24, 8500, 600, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 40, 4300, 544, 2, SH_A, CN_BIAS, CN_FULL, 1, 0 },
+  { 100, 8448, 160, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 128, 4300, 256, 2, SH_A, CN_BIAS, CN_FULL, 1, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
@@ -184,11 +186,11 @@ static const dcase CASES[] = {
 ** its own scale group and NVFP4 global scale) and shared ones; the last has unaligned lds (the
 ** in-kernel variant runs with the workspace too). */
 static const dcase PATH_CASES[] = {
-  { 65, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },       { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
-  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
-  { 97, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },   { 72, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
-  { 80, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },    { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
-  { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
+  { 133, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },      { 150, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
+  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 138, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
+  { 161, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },  { 136, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
+  { 144, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },   { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
+  { 150, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
 };
 #define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
 
@@ -528,14 +530,14 @@ static int run_dual_statuses(const dvar *v) {
 }
 
 /* The dequantize path's contract for an any-M variant v, batched (3 batches: W0 and A per batch, W1
-** shared; NVFP4 global scales per group; m = 72, aligned C / D): the workspace size (on a GPU where
-** kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2 bytes, + 3 * m * round8(k) * 2 for
-** W4A4; else 0), explain's lines without and with the workspace (or why the path is not taken), a short
-** workspace (in-kernel variant), v forced by name (never the path), the path forced by its name with a
-** short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C backend KG_ERROR_NOT_SUPPORTED); nothing is
-** written. */
+** shared; NVFP4 global scales per group; m = 136, above the small-M kernels; aligned C / D): the
+** workspace size (on a GPU where kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2
+** bytes, + 3 * m * round8(k) * 2 for W4A4; else 0), explain's lines without and with the workspace (or
+** why the path is not taken), a short workspace (in-kernel variant), v forced by name (never the
+** path), the path forced by its name with a short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C
+** backend KG_ERROR_NOT_SUPPORTED); nothing is written. */
 static int run_dual_path_statuses(const dvar *v) {
-  const int64_t m = 72, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
+  const int64_t m = 136, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
   const int64_t ldd = 32, bsd = m * ldd, ldb = k / 2, lda = v->a_fp4 ? k / 2 : k;
   const size_t sf0 = ref_sf_bytes(v->layout, n, kv, batch), sf1 = ref_sf_bytes(v->layout, n, kv, 1);
   const size_t sfa = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, batch) : 1;
@@ -823,7 +825,7 @@ int main(int argc, char **argv) {
       }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
-      if (!v.a_fp4 && (v.max_m == 64 || BACKEND == KG_BACKEND_C)) {
+      if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
         /* m = 24: the second launch (n = 16384) takes the skinny kernels' warpgroup form */
         for (int64_t m = 5; m <= 24; m += 19)
           if (run_pdl_chain(&v, m, &worst)) g_pass++; else { g_fail++; fails++; }
