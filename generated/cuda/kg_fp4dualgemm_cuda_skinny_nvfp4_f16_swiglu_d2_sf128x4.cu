@@ -802,11 +802,18 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch(c
   return KG_SUCCESS;
 }
 
-/* m > 16: the warpgroup form when its blocks of WG_ROWS weight rows are at least one per SM,
-** else 16-row slices of A on the m <= 16 kernel (H200: N = 14336 ran faster in warpgroups,
-** N = 4096 sliced: 64 blocks leave half the SMs idle). */
+/* m > 16: the warpgroup form (W slices of A, blocks of WG_ROWS weight rows) when its blocks are
+** at least one per SM, or at least 7/8 of one per SM and the 16-row slices of the m <= 16 kernel
+** (S of them) would decode the weights at least 2.75 W times; else the slices. H200 (K = 4096):
+** N = 14336 ran faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs
+** idle); in the 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows
+** (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5,
+** W = 2): 72.4 against 68.6 at K = 14336). */
 static int kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_use_wg(const kg_dualgemm_fp4_args *args) {
-  return (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_batches(args) >= (kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1);
+  const int64_t w = args->m <= 32 ? 1 : (args->m + 8 * 8 - 1) / (8 * 8), s = (args->m + 15) / 16;
+  const int64_t blocks = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_batches(args) * w;
+  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
 }
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {

@@ -19,7 +19,8 @@
 **
 ** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 100, 128} (mma and skinny kernels:
 ** 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 100 and 128 at n 8500
-** and 8448, at least one 64-row weight block per SM: one 32-row slice, one, two and two 64-row slices) and
+** and 8448, at least one 64-row weight block per SM: one 32-row slice, one, two and two 64-row slices;
+** m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8 of a block per SM) and
 ** {130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
@@ -614,7 +615,7 @@ int main(int argc, char **argv) {
     ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns; m 65 .. 128: two
     ** 64-row slices, the second partly or wholly filled) */
     { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 }, { 100, 8448, 256, 1, 1, 1, 0 },
-    { 128, 8500, 384, 0, 0, 0, 0 },
+    { 128, 8500, 384, 0, 0, 0, 0 }, { 100, 4000, 256, 1, 0, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
