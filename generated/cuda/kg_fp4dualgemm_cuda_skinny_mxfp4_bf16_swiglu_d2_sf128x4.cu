@@ -4,8 +4,9 @@
 ** row-major, W0, W1 MXFP4 (UE8M0 scale per 32) [n, k] with 128x4 scales.
 ** Memory-bound: each weight byte is read once, straight into registers. For m > 16
 ** each 16-row slice of A has its own blocks, adjacent in the grid: the slices of a
-** weight tile run together and share its reads through L2. For m > 16 with at least
-** one block of 64 weight rows per SM, the warpgroup form (WG, below) instead.
+** weight tile run together and share its reads through L2. For m > 16 whose blocks
+** of 64 weight rows about fill the SMs (kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_use_wg), the warpgroup form (WG, below)
+** instead.
 ** The weights are the MMA's A operand (16 weight rows x 16 k) and the activations
 ** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two above), so
 ** one MMA (mma.sync m16n8k16 bf16, f32 accumulation) takes 256 weights and, for
