@@ -29,8 +29,6 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- path (bench/results), m = 128: GEMM 4096x4096 35 us against 73, 14336x4096 90
 -- against 112, 4096x14336 104 against 232; DualGemm 14336x4096 125 against 182.
 F.MAX_M = { warp = 16, skinny = 128 }
--- the limit of v's kernel (0: any m)
-function F.max_m(v) return F.MAX_M[v.kernel] or 0 end
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
@@ -143,7 +141,7 @@ function F.common_descriptor(v, d)
   return {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
-    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.max_m(v)),
+    ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.MAX_M[v.kernel] or 0),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
@@ -171,7 +169,7 @@ function F.common_prepare(v, d, env)
   env.SF_OFF = SF_OFF[v.sf_layout]
   env.A4 = v.a_dtype == "fp4"                 -- W4A4: A is FP4 with scales
   env.SF_OFF_A = SF_OFF[v.sf_layout_a]
-  env.MAX_M = F.max_m(v)
+  env.MAX_M = F.MAX_M[v.kernel] or 0
   env.MMA = F.MMA_TILE[v.backend]
   env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end

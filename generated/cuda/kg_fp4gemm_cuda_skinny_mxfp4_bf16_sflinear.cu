@@ -753,7 +753,8 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch(const kg_gemm
 ** (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5,
 ** W = 2): 72.4 against 68.6 at K = 14336). */
 static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_use_wg(const kg_gemm_fp4_args *args) {
-  const int64_t w = args->m <= 32 ? 1 : (args->m + 8 * 8 - 1) / (8 * 8), s = (args->m + 15) / 16;
+  const int64_t wr = fp4s_slice_rows(args->m <= 32 ? 4 : 8), sr = fp4s_slice_rows(2);   /* rows per slice */
+  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
   const int64_t blocks = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args) * w;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
