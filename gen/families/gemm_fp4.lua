@@ -31,7 +31,8 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 F.MAX_M = { warp = 16, skinny = 128 }
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
--- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all) and
+-- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all; the
+-- launch takes one where blocks of TILES would leave SMs idle) and
 -- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
 -- * NB * 8 per lane). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
 -- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of

@@ -34,7 +34,7 @@
 ** by element with zeros past k (A and weights). Rows past n read row n - 1 and
 ** rows of A from m on read row m - 1; neither is stored. The B fragments of A feed the MMAs of both weights.
 ** Epilogue: alpha and beta * C in f32, D0, D1 rounded to the output type,
-** then the op. Grid: x = (blocks of 16 weight rows) x (slices of A), the slice
+** then the op. Grid: x = (blocks of weight rows) x (slices of A), the slice
 ** fastest; y = batch. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
 ** dependents launch at its start and loads its first weight chunks before it waits for the kernel
 ** ahead; A, C, the global scales and D only after.
@@ -702,23 +702,24 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_param
   return p;
 }
 
-/* Launch the kernel with MT 8-row tiles of A, WG: the warpgroup form.
+/* Launch the kernel with MT 8-row tiles of A and RT 16-row weight tiles per warp, WG:
+** the warpgroup form (RT = 1).
 ** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
 ** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
 ** cached per ks); each owner takes ceil(chunks / ks) chunks. */
-template <int MT, int WG>
+template <int MT, int RT, int WG>
 static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_params(args, &batches);
   p.slices = (int)((args->m + fp4s_slice_rows(MT) - 1) / fp4s_slice_rows(MT));
   static int per_sm[KSPLIT_MAX + 1];
-  const int rows = WG ? WG_ROWS : 16 * 1, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
+  const int rows = WG ? WG_ROWS : 16 * RT, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
-    const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
+    const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, RT, 2, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
   }
   int ks = fp4s_max_threads(MT, WG) / owner;
@@ -731,7 +732,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, ks * owner, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, RT, 2, WG>, ks * owner, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -751,7 +752,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, WG ? 1 : 1, 2, WG>, p);
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, RT, 2, WG>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
@@ -772,8 +773,14 @@ static int kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_use_wg(const 
   return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
 }
 
+/* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */
+template <int MT>
+static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_sliced(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
+  return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<MT, 1, 0>(args, exec);
+}
+
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   const int wg = args->m > 16 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_use_wg(args);
-  return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<1, 0>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<2, 0>(args, exec)
-       : args->m <= 32 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<4, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<8, 1>(args, exec);
+  return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_sliced<1>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_sliced<2>(args, exec)
+       : args->m <= 32 ? kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<4, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 1>(args, exec);
 }

@@ -10,8 +10,9 @@
 ** its B operand (16 k x 8 rows of A: one such tile for m <= 8, two above), so
 ** one MMA (mma.sync m16n8k16 f16, f32 accumulation) takes 256 weights and, for
 ** m = 8 or 16, needs no padding rows. A warp takes 2
-** tiles of 16 weight rows (the B fragments of an 8-row tile of A feed 2 MMAs). A block is ks warps over
-** the same 32 weight rows, each taking one K range (shared memory sums them); ks
+** tiles of 16 weight rows (the B fragments of an 8-row tile of A feed 2 MMAs),
+** or one where the blocks of 32 rows would leave SMs idle (kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced). A block is ks warps over
+** the same 16 or 32 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
 ** In each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4) takes the 16 bytes of
@@ -32,7 +33,7 @@
 ** without checks; the last chunk, when k is not a multiple of 128, loads element
 ** by element with zeros past k (A and weights). Rows past n read row n - 1 and
 ** rows of A from m on read row m - 1; neither is stored.
-** Epilogue: alpha * (1/gs) and beta * C in f32. Grid: x = (blocks of 32 weight rows) x (slices of A), the slice
+** Epilogue: alpha * (1/gs) and beta * C in f32. Grid: x = (blocks of weight rows) x (slices of A), the slice
 ** fastest. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
 ** dependents launch at its start and loads its first weight chunks before it waits for the kernel
 ** ahead; A, C, the global scales and D only after.
@@ -735,23 +736,24 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sf16(const kg_gemm_fp4_args 
   return even;
 }
 
-/* Launch the kernel with MT 8-row tiles of A (SF16: kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sf16), WG: the warpgroup form.
+/* Launch the kernel with MT 8-row tiles of A and RT 16-row weight tiles per warp (SF16: kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sf16), WG:
+** the warpgroup form (RT = 1).
 ** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
 ** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
 ** cached per ks); each owner takes ceil(chunks / ks) chunks. */
-template <int MT, int SF16, int WG>
+template <int MT, int RT, int SF16, int WG>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_params(args, &batches);
   p.slices = (int)((args->m + fp4s_slice_rows(MT) - 1) / fp4s_slice_rows(MT));
   static int per_sm[KSPLIT_MAX + 1];
-  const int rows = WG ? WG_ROWS : 16 * 2, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
+  const int rows = WG ? WG_ROWS : 16 * RT, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
   if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
-    const cudaError_t se = cudaFuncSetAttribute(kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, WG ? 1 : 2, 2, SF16, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
+    const cudaError_t se = cudaFuncSetAttribute(kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, RT, 2, SF16, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
   }
   int ks = fp4s_max_threads(MT, WG) / owner;
@@ -764,7 +766,7 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, WG ? 1 : 2, 2, SF16, WG>, ks * owner, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, RT, 2, SF16, WG>, ks * owner, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -784,7 +786,7 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg_, kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, WG ? 1 : 2, 2, SF16, WG>, p);
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_kernel<MT, RT, 2, SF16, WG>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
@@ -805,10 +807,24 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_use_wg(const kg_gemm_fp4_arg
   return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
 }
 
+/* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
+** per warp, or one when the blocks of 32 rows would be fewer than the SMs (MT = 1) or
+** than half of them (MT = 2), so that the smaller blocks put twice the warps to work. H200, K = 4096:
+** m = 1 N = 1024 5.6 against 7.1 us, N = 4096 8.1 against 8.6; m = 16 N = 2048 7.5 against 8.6,
+** but N = 3000 10.3 against 9.2 (94 blocks of 32 rows for 132 SMs). */
+template <int MT, int SF16>
+static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
+  const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
+  const int64_t blocks = (args->n + 31) / 32 * kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_batches(args) * slices;
+  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  if ((MT == 1 ? blocks : 2 * blocks) < sms) return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
+  return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<MT, 2, SF16, 0>(args, exec);
+}
+
 extern "C" kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int wg = args->m > 16 && kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_use_wg(args);
-  if (kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sf16(args)) return args->m <= 8 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<1, 1, 0>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<2, 1, 0>(args, exec)
-       : args->m <= 32 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<4, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<8, 1, 1>(args, exec);
-  return args->m <= 8 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<1, 0, 0>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<2, 0, 0>(args, exec)
-       : args->m <= 32 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<4, 0, 1>(args, exec) : kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<8, 0, 1>(args, exec);
+  if (kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sf16(args)) return args->m <= 8 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced<1, 1>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced<2, 1>(args, exec)
+       : args->m <= 32 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<4, 1, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<8, 1, 1, 1>(args, exec);
+  return args->m <= 8 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced<1, 0>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced<2, 0>(args, exec)
+       : args->m <= 32 ? kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<4, 1, 0, 1>(args, exec) : kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<8, 1, 0, 1>(args, exec);
 }

@@ -22,10 +22,11 @@
 ** and 8448, at least one 64-row weight block per SM: one 32-row slice, one, two and two 64-row slices;
 ** m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8 of a block per SM) and
 ** {130, 257} (mma kernels),
-** n in {1, 7, 33, 65, 129, 300, 2200, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
-** not divide evenly over the warps), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
+** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
+** blocks of two would leave SMs idle, two at m 3 n 4300, m 1 and 9 n 14336, m 40 n 2200), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
 ** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
@@ -607,6 +608,9 @@ int main(int argc, char **argv) {
     /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks (its grid fills the
     ** GPU): one warp owns none, one only the ragged chunk */
     { 1, 14336, 600, 0, 0, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
+    /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
+    ** per two SMs for m 9 .. 16 and the 16-row slices above; the other cases take one tile per warp) */
+    { 3, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
     /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 128, the skinny kernels
     ** (16-row slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
