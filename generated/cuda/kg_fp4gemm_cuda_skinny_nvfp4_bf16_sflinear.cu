@@ -770,13 +770,17 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_use_wg(const kg_gemm_fp4_a
 ** per warp, or one when the blocks of 32 rows would be fewer than the SMs (MT = 1) or
 ** than half of them (MT = 2), so that the smaller blocks put twice the warps to work. H200, K = 4096:
 ** m = 1 N = 1024 5.6 against 7.1 us, N = 4096 8.1 against 8.6; m = 16 N = 2048 7.5 against 8.6,
-** but N = 3000 10.3 against 9.2 (94 blocks of 32 rows for 132 SMs). */
+** but N = 3000 10.3 against 9.2 (94 blocks of 32 rows for 132 SMs). Under PDL, back to back,
+** m = 1 N = 2048 took 4.8 us in 64 blocks of 32 rows against 5.2 in 128 of 16. */
 template <int MT, int SF16>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
   const int64_t blocks = (args->n + 31) / 32 * kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_batches(args) * slices;
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  if ((MT == 1 ? blocks : 2 * blocks) < sms) return kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_launch<MT, 1, SF16, 0>(args, exec);
+  /* under KG_EXEC_PDL the wider blocks stay where they leave half the SMs free and the
+  ** narrower would not: the kernel behind starts on the free SMs */
+  const int keep_free = (exec->flags & KG_EXEC_PDL) && 2 * blocks <= sms && 4 * blocks > sms;
+  if ((MT == 1 ? blocks : 2 * blocks) < sms && !keep_free) return kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_launch<MT, 1, SF16, 0>(args, exec);
   return kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_launch<MT, 2, SF16, 0>(args, exec);
 }
 
