@@ -26,8 +26,8 @@
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
-** blocks of two would leave SMs idle, two at m 3 n 4300, m 1 and 9 n 14336, m 40 n 2200), lda/ldb/ldd with gaps (lda a multiple of 8, ldb of 16 as
-** the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
+** blocks of two would leave SMs idle, two at m 3 n 4300, m 1 and 9 n 14336, m 40 n 2200), lda/ldb/ldd
+** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
 ** must be untouched. Statuses: m above the limit of a warp (16) or skinny (128) kernel ->
@@ -609,7 +609,8 @@ int main(int argc, char **argv) {
     ** GPU): one warp owns none, one only the ragged chunk */
     { 1, 14336, 600, 0, 0, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
     /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
-    ** per two SMs for m 9 .. 16 and the 16-row slices above; the other cases take one tile per warp) */
+    ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336; the smaller n above and
+    ** below run one tile per warp */
     { 3, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
     /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 128, the skinny kernels
     ** (16-row slices of A, the last one partly filled) */
