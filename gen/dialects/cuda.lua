@@ -307,7 +307,7 @@ return {
     -- columns 8j .. 8j + 7 (n = 8: d[0] of two).
     mma_rs_fn = function(name, dtype, n)
       local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
-      assert(ty and (n == 8 or n == 16 or n == 32 or n == 64), "register-A wgmma takes f16 or bf16, n = 8, 16, 32 or 64")
+      assert(ty and (n == 8 or n == 16 or n == 32 or n == 64 or n == 128), "register-A wgmma takes f16 or bf16, n = 8, 16, 32, 64 or 128")
       local h = math.floor(n / 2)
       local regs, outs = wg_acc_operands(h)
       return table.concat({

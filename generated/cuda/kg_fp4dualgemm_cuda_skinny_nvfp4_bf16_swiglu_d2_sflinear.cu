@@ -143,7 +143,7 @@ enum { WG_ROWS = 64, WG_BUFS = 3, WG_GROUP = 4 };
 /* Rows of A per slice (grid x = weight blocks x slices): 16, or 8 MT in the warpgroup form. */
 static constexpr __host__ __device__ int fp4s_slice_rows(int mt) { return mt > 2 ? 8 * mt : 16; }
 /* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
-** (m64n64, or two products) take 256, so that 255 registers hold them without spills. */
+** (m64n64 and m64n128, or two products) take 256, so that 255 registers hold them. */
 static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 4 || (NB > 1 && mt > 2)) ? 256 : KSPLIT_MAX * WS; }
 
 typedef struct fp4s_params {
@@ -313,7 +313,7 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 template <int MT, int RT, int WG>
 static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
                                                    const uint32_t (&b)[2][8][2], const uint32_t *sfmul, uint64_t db) {
-  static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8)), "a warp of a warpgroup takes one 16-row weight tile; MT 4 or 8");
+  static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8)), "a warp of a warpgroup takes one 16-row weight tile; MT 4, 8");
   uint32_t mul[NB][2 * RT][2];
 #pragma unroll
   for (int i = 0; i < NB; i++)
@@ -350,7 +350,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swi
 #pragma unroll
         for (int i = 0; i < NB; i++) {
           if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
-          else kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else if constexpr (MT == 8) kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
         }
       }
     }
@@ -763,19 +763,21 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch
   return KG_SUCCESS;
 }
 
-/* m > 16: the warpgroup form (W slices of A, blocks of WG_ROWS weight rows) when its blocks are
-** at least one per SM, or at least 7/8 of one per SM and the 16-row slices of the m <= 16 kernel
-** (S of them) would decode the weights at least 2.75 W times; else the slices. H200 (K = 4096):
-** N = 14336 ran faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs
-** idle); in the 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows
-** (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5,
-** W = 2): 72.4 against 68.6 at K = 14336). */
-static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_use_wg(const kg_dualgemm_fp4_args *args) {
-  const int64_t wr = fp4s_slice_rows(args->m <= 32 ? 4 : 8), sr = fp4s_slice_rows(2);   /* rows per slice */
-  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
-  const int64_t blocks = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_batches(args) * w;
+/* m > 16: the warpgroup form's 8-row tiles of A per slice (MT), or 0 for the 16-row slices of the
+** m <= 16 kernel. MT = 4 (m <= 32) or 8 (slices of 64 rows) where
+** their blocks, W slices counted, are at least one per SM, or at least 7/8 of one per SM and the
+** S 16-row slices would decode the weights at least 2.75 W times. H200 (K = 4096): N = 14336 ran
+** faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs idle); in the
+** 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64:
+** 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4
+** against 68.6 at K = 14336). */
+static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_mt(const kg_dualgemm_fp4_args *args) {
+  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_batches(args);   /* blocks per slice */
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
+  const int mt = args->m <= 32 ? 4 : 8;
+  const int64_t wr = fp4s_slice_rows(mt), sr = fp4s_slice_rows(2);   /* rows per slice */
+  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
+  return nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w) ? mt : 0;
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */
@@ -785,9 +787,9 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sliced
 }
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  const int wg = args->m > 16 && kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_use_wg(args);
+  const int wg = args->m > 16 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_mt(args) : 0;
   if (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sf16(args)) return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sliced<1, 1>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sliced<2, 1>(args, exec)
-       : args->m <= 32 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<4, 1, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<8, 1, 1, 1>(args, exec);
+       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<4, 1, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<8, 1, 1, 1>(args, exec);
   return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sliced<1, 0>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_sliced<2, 0>(args, exec)
-       : args->m <= 32 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<4, 1, 0, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<8, 1, 0, 1>(args, exec);
+       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<4, 1, 0, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch<8, 1, 0, 1>(args, exec);
 }

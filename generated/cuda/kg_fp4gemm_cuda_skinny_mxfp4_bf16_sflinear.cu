@@ -37,7 +37,7 @@
 ** fastest. Programmatic dependent launch (kg.h KG_EXEC_PDL): the kernel lets its
 ** dependents launch at its start and loads its first weight chunks before it waits for the kernel
 ** ahead; A, C, the global scales and D only after.
-** Warpgroup form (WG; m <= 32: 8 MT = 32 rows of A per slice, else 64): the weights, decoded as
+** Warpgroup form (WG; m <= 32: 8 MT = 32 rows of A per slice, else 64, or 128 for m > 64): the weights, decoded as
 ** above, are the register A operand of wgmma m64n(8 MT)k16 (sm_90a); a warpgroup of 4 warps
 ** takes 64 weight rows (16 per warp, the m16n8k16 A fragment of each) over one K range, ks
 ** groups per block. Per chunk the group stages its 8 MT rows of A x 128 k in shared memory in
@@ -142,7 +142,7 @@ enum { WG_ROWS = 64, WG_BUFS = 3, WG_GROUP = 8 };
 /* Rows of A per slice (grid x = weight blocks x slices): 16, or 8 MT in the warpgroup form. */
 static constexpr __host__ __device__ int fp4s_slice_rows(int mt) { return mt > 2 ? 8 * mt : 16; }
 /* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
-** (m64n64, or two products) take 256, so that 255 registers hold them without spills. */
+** (m64n64 and m64n128, or two products) take 256, so that 255 registers hold them. */
 static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 4 || (NB > 1 && mt > 2)) ? 256 : KSPLIT_MAX * WS; }
 
 typedef struct fp4s_params {
@@ -273,6 +273,14 @@ template <int N> static __device__ __forceinline__ void kg_wg_wait() {
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
 }
+/* m64n128k16, A from registers (K-major), B K-major in shared memory */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4s_wgmma128(float (&d)[16][4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
 
 /* bf16x2 multipliers of scale byte s for kg_fp4s_bits values (e2m1 * 2^-126). _fast: 2^(s - 1),
 ** exact for s <= 128 (one multiply gives e2m1 * 2^(s - 127)). _full: 2^(s - 127) (s = 0: the
@@ -313,7 +321,7 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 template <int MT, int RT, int WG>
 static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
                                                    const uint32_t (&b)[2][8][2], uint64_t db) {
-  static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8)), "a warp of a warpgroup takes one 16-row weight tile; MT 4 or 8");
+  static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8 || MT == 16)), "a warp of a warpgroup takes one 16-row weight tile; MT 4, 8 or 16");
   uint32_t mul[NB][2 * RT][1];
   /* one multiply per weight pair unless a scale of the warp's chunk exceeds 2 */
   uint32_t big = 0u;
@@ -357,7 +365,8 @@ static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinea
 #pragma unroll
         for (int i = 0; i < NB; i++) {
           if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
-          else kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else if constexpr (MT == 8) kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
+          else kg_fp4s_wgmma128(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
         }
       }
     }
@@ -747,19 +756,24 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch(const kg_gemm
   return KG_SUCCESS;
 }
 
-/* m > 16: the warpgroup form (W slices of A, blocks of WG_ROWS weight rows) when its blocks are
-** at least one per SM, or at least 7/8 of one per SM and the 16-row slices of the m <= 16 kernel
-** (S of them) would decode the weights at least 2.75 W times; else the slices. H200 (K = 4096):
-** N = 14336 ran faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs
-** idle); in the 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows
-** (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5,
-** W = 2): 72.4 against 68.6 at K = 14336). */
-static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_use_wg(const kg_gemm_fp4_args *args) {
-  const int64_t wr = fp4s_slice_rows(args->m <= 32 ? 4 : 8), sr = fp4s_slice_rows(2);   /* rows per slice */
-  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
-  const int64_t blocks = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args) * w;
+/* m > 16: the warpgroup form's 8-row tiles of A per slice (MT), or 0 for the 16-row slices of the
+** m <= 16 kernel. m > 64: one slice of 128 rows (MT = 16) when its blocks of WG_ROWS
+** weight rows are at least one per SM (H200, K = 4096, m = 128: N = 14336 78.7 against 90.5 us
+** in two 64-row slices, N = 8448 42.6 against 48.9; m = 72 78.8 against 88.8). Else MT = 4 (m <= 32) or 8 (slices of 64 rows) where
+** their blocks, W slices counted, are at least one per SM, or at least 7/8 of one per SM and the
+** S 16-row slices would decode the weights at least 2.75 W times. H200 (K = 4096): N = 14336 ran
+** faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs idle); in the
+** 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64:
+** 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4
+** against 68.6 at K = 14336). */
+static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_mt(const kg_gemm_fp4_args *args) {
+  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args);   /* blocks per slice */
   const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
-  return blocks >= sms || (8 * blocks >= 7 * sms && 4 * s >= 11 * w);
+  if (args->m > 64 && nb >= sms) return 16;
+  const int mt = args->m <= 32 ? 4 : 8;
+  const int64_t wr = fp4s_slice_rows(mt), sr = fp4s_slice_rows(2);   /* rows per slice */
+  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
+  return nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w) ? mt : 0;
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
@@ -781,7 +795,7 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced(const kg_gemm
 }
 
 extern "C" kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec) {
-  const int wg = args->m > 16 && kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_use_wg(args);
+  const int wg = args->m > 16 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_mt(args) : 0;
   return args->m <= 8 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced<1>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced<2>(args, exec)
-       : args->m <= 32 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<4, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<8, 1, 1>(args, exec);
+       : wg == 4 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<4, 1, 1>(args, exec) : wg == 8 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<8, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<16, 1, 1>(args, exec);
 }

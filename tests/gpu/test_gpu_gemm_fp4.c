@@ -17,10 +17,11 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 100, 128} (mma and skinny kernels:
-** 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 100 and 128 at n 8500
-** and 8448, at least one 64-row weight block per SM: one 32-row slice, one, two and two 64-row slices;
-** m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8 of a block per SM) and
+** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 65, 100, 128} (mma and skinny
+** kernels: 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 65, 100 and
+** 128 at n 8500 and 8448, at least one 64-row weight block per SM: one 32-row slice, one 64-row slice, and
+** one 128-row slice with 65, 100 and 128 live rows; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
+** of a block per SM) and
 ** {130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
@@ -617,10 +618,11 @@ int main(int argc, char **argv) {
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
     { 257, 65, 64, 0, 0, 1, 0 },
     /* m > 16 with at least one 64-row weight block per SM (132 on the H200): the skinny kernels' warpgroup
-    ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns; m 65 .. 128: two
-    ** 64-row slices, the second partly or wholly filled) */
+    ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns; m 65 .. 128: one
+    ** 128-row slice (GEMM; the DualGemm's test has two 64-row ones), 65, 100 or all 128 rows live; n 4000,
+    ** 63 blocks: two 64-row slices) */
     { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 }, { 100, 8448, 256, 1, 1, 1, 0 },
-    { 128, 8500, 384, 0, 0, 0, 0 }, { 100, 4000, 256, 1, 0, 1, 0 },
+    { 128, 8500, 384, 0, 0, 0, 0 }, { 100, 4000, 256, 1, 0, 1, 0 }, { 65, 8448, 160, 0, 1, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
