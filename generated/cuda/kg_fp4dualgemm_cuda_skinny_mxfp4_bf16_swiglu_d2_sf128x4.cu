@@ -669,6 +669,12 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
   }
 }
 
+/* SMs of the current device (at least 1): the launch rules size grids against it. */
+static int64_t fp4s_sms(void) {
+  const int n = kg__cuda_sm_count();
+  return n > 0 ? n : 1;
+}
+
 /* Batches of the problem: grid y. */
 static int64_t kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_batches(const kg_dualgemm_fp4_args *args) {
   return args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
@@ -717,7 +723,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
   const int rows = WG ? WG_ROWS : 16 * RT, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  const int64_t sms = fp4s_sms();
   if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
     const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_kernel<MT, RT, 2, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
@@ -768,7 +774,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
 ** against 68.6 at K = 14336). */
 static int kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_wg_mt(const kg_dualgemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_batches(args);   /* blocks per slice */
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  const int64_t sms = fp4s_sms();
   const int mt = args->m <= 32 ? 4 : 8;
   const int64_t wr = fp4s_slice_rows(mt), sr = fp4s_slice_rows(2);   /* rows per slice */
   const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;

@@ -672,6 +672,12 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
   }
 }
 
+/* SMs of the current device (at least 1): the launch rules size grids against it. */
+static int64_t fp4s_sms(void) {
+  const int n = kg__cuda_sm_count();
+  return n > 0 ? n : 1;
+}
+
 /* Batches of the problem: grid y. */
 static int64_t kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_batches(const kg_gemm_fp4_args *args) {
   (void)args;
@@ -715,7 +721,7 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_launch(const kg_gemm_
   const int rows = WG ? WG_ROWS : 16 * RT, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  const int64_t sms = fp4s_sms();
   if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
     const cudaError_t se = cudaFuncSetAttribute(kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_kernel<MT, RT, 2, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
@@ -768,7 +774,7 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_launch(const kg_gemm_
 ** against 68.6 at K = 14336). */
 static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_wg_mt(const kg_gemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_batches(args);   /* blocks per slice */
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  const int64_t sms = fp4s_sms();
   if (args->m > 64 && nb >= sms) return 16;
   const int mt = args->m <= 32 ? 4 : 8;
   const int64_t wr = fp4s_slice_rows(mt), sr = fp4s_slice_rows(2);   /* rows per slice */
@@ -786,7 +792,7 @@ template <int MT>
 static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
   const int64_t blocks = (args->n + 31) / 32 * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4_batches(args) * slices;
-  const int64_t sms = kg__cuda_sm_count() > 0 ? kg__cuda_sm_count() : 1;
+  const int64_t sms = fp4s_sms();
   /* under KG_EXEC_PDL the wider blocks stay where they leave half the SMs free and the
   ** narrower would not: the kernel behind starts on the free SMs */
   const int keep_free = (exec->flags & KG_EXEC_PDL) && 2 * blocks <= sms && 4 * blocks > sms;
