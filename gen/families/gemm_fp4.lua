@@ -37,7 +37,7 @@ F.MAX_M = { warp = 16, skinny = 128 }
 -- * NB * 8 per lane). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
 -- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of
 -- A per slice (8 or 16; GEMM 16: one m64n128 slice for m > 64 where its blocks fill the SMs, 245
--- registers; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with a few
+-- registers, two warpgroups sharing the staged A where they overfill them; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with a few
 -- spilled words, H200 14336x4096 m = 64: 65 us against 88 in two 32-row slices).
 F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt = 16 } },
              dual = { ksplit_max = 16, tiles = 1, ring = 2, wg = { group = 4, mt = 8 } } }

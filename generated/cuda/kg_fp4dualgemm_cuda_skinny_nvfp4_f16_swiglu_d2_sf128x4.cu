@@ -44,7 +44,8 @@
 ** groups per block. Per chunk the group stages its 8 MT rows of A x 128 k in shared memory in
 ** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
 ** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
-** weight rows instead of once per warp, and one MMA serves all 8 MT rows. */
+** weight rows instead of once per warp, and one MMA serves all 8 MT rows.
+** With one K range per block (ks = 1) the accumulators go to D directly. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -438,9 +439,10 @@ static __device__ __forceinline__ void fp4s_stage(unsigned char *buf, int n, int
 
 /* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
 ** PR: ring slots, SF16: scale pairs in one 2-byte load (kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_sf16), WG: warpgroup form
-** (RT = 1; p.ksplit warpgroups per block, each a K range; warp w % 4 of a group takes weight
-** rows 16 (w % 4) .. of the block's WG_ROWS; the group's chunk of A is staged in shared
-** memory, read by wgmma as B). */
+** (RT = 1; p.ksplit groups of WG warpgroups per block, each group a K range; warp w % (4 WG) of
+** a group takes weight rows 16 (w % (4 WG)) .. of the block's WG x WG_ROWS; the group's chunk
+** of A is staged in shared memory, read by wgmma as B: WG = 2 shares it between two warpgroups,
+** and so halves A's staging per weight row). */
 template <int MT, int RT, int PR, int SF16, int WG>
 __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_kernel(fp4s_params p) {
   /* Dynamic shared memory: the owners' sums over their K ranges, [ks][NB][RTB][MT][ACC][WS]
@@ -451,9 +453,9 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ uint32_t sfmul[256];   /* scale byte -> f16x2 multiplier (filled after the first loads) */
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, warp = (int)threadIdx.x / WS;
-  const int kw = WG ? warp >> 2 : warp;   /* owner of a K range: a warp, or a warpgroup (WG) */
-  const int wl = WG ? warp & 3 : 0;       /* WG: the warp's 16-row tile of the block's rows */
-  constexpr int RTB = WG ? WG_ROWS / 16 : RT;   /* 16-row tiles per block */
+  const int kw = WG ? warp >> (WG + 1) : warp;  /* owner of a K range: a warp, or WG (1, 2) warpgroups */
+  const int wl = WG ? warp & (4 * WG - 1) : 0;  /* WG: the warp's 16-row tile of the block's rows */
+  constexpr int RTB = WG ? WG * WG_ROWS / 16 : RT;   /* 16-row tiles per block */
   const int gl = lane >> 2, tl = lane & 3;
   const unsigned bx = blockIdx.x, tile32 = bx / (unsigned)p.slices;   /* grid x < 2^31 */
   const int64_t tile = tile32, m0 = fp4s_slice_rows(MT) * (int64_t)(bx - tile32 * (unsigned)p.slices);
@@ -473,15 +475,16 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
     const int64_t ar = m0 + gl + 8 * mt < p.m ? m0 + gl + 8 * mt : p.m - 1;
     arow[mt] = p.a + z * p.a_bs + ar * p.lda + 32 * tl + c_beg * KC;
   }
-  /* WG: this thread's staging units (fp4s_stage) u < SU: row an + 16u of the chunk of A, word
-  ** aq, lanes 2 atp, 2 atp + 1; their A elements at aptr[u] and aptr[u] + 32 in chunk c_beg.
-  ** The group's WG_BUFS buffers of SB bytes. */
-  enum { SU = MT > 2 ? MT / 2 : 1, SB = 8 * MT * KC * 2 };
-  const int tg = (int)threadIdx.x & 127, an = tg >> 3, aq = (tg >> 1) & 3, atp = tg & 1;
+  /* WG: this thread's staging units (fp4s_stage) u < SU: row an + SR u of the chunk of A (SR:
+  ** rows per pass of the group's OT threads, 8 per row), word aq, lanes 2 atp, 2 atp + 1; their
+  ** A elements at aptr[u] and aptr[u] + 32 in chunk c_beg. The group's WG_BUFS buffers of SB
+  ** bytes. */
+  enum { OT = WG ? 4 * WS * WG : WS, SR = OT / 8, SU = MT > 2 ? 8 * MT / SR : 1, SB = 8 * MT * KC * 2 };
+  const int tg = (int)threadIdx.x & (OT - 1), an = tg >> 3, aq = (tg >> 1) & 3, atp = tg & 1;
   const __half *aptr[SU];
 #pragma unroll
   for (int u = 0; u < SU; u++) {
-    const int64_t ar = m0 + an + 16 * u < p.m ? m0 + an + 16 * u : p.m - 1;
+    const int64_t ar = m0 + an + SR * u < p.m ? m0 + an + SR * u : p.m - 1;
     aptr[u] = p.a + z * p.a_bs + ar * p.lda + c_beg * KC + 64 * atp + 8 * aq;
   }
   unsigned char *wbuf = reinterpret_cast<unsigned char *>(((uintptr_t)smem + 1023) & ~(uintptr_t)1023) + kw * WG_BUFS * SB;
@@ -562,7 +565,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
       uint32_t b[2][8][2];
       if constexpr (WG) {
 #pragma unroll
-        for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
+        for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
         kg_wg_smem_fence();
         if (c + j + 1 < live) {
 #pragma unroll
@@ -571,7 +574,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
             sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
           }
         }
-        asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(4 * WS) : "memory");   /* the group's chunk of A staged */
+        asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
         kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, ring[j], b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
         if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
         kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
@@ -638,10 +641,10 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
             h[e >> 1] = (k0 + e < p.k ? (uint32_t)ae[e] : 0u) | (k0 + e + 1 < p.k ? (uint32_t)ae[e + 1] << 16 : 0u);
           sav[u][x] = make_uint4(h[0], h[1], h[2], h[3]);
         }
-        fp4s_stage<MT>(wbuf + sb * SB, an + 16 * u, aq, atp, sav[u]);
+        fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
       }
       kg_wg_smem_fence();
-      asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(4 * WS) : "memory");
+      asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");
       kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, t, b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
       kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
     } else {
@@ -661,19 +664,45 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
       kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_chunk<MT, RT, WG>(acc, t, b, sfmul, 0);
     }
   }
-  if constexpr (WG) {
-    kg_wg_wait<0>();
-    __syncthreads();   /* every group's MMAs done: the sums below reuse the staging buffers */
-  }
-
-  /* Sum the K ranges in shared memory, then the epilogue: value (rt, mt, e) of lane l is
-  ** row 8mt + (((l & 3) << 1) + (e & 1)) of D, column n0 + 16rt + ((l >> 2) + ((e >> 1) << 3)). */
-  float *red = reinterpret_cast<float *>(WG ? wbuf - kw * WG_BUFS * SB : smem);
+  if constexpr (WG) kg_wg_wait<0>();
   float post[NB];
 #pragma unroll
   for (int i = 0; i < NB; i++) {
     post[i] = p.alpha[i] * (p.gs[i] ? 1.0f / p.gs[i][g[i]] : 1.0f) * 128.0f;   /* weights carried 2^-7 */
   }
+  /* D at row r, column col from the products' sums x: alpha, beta * C, the output type, the op */
+  auto store = [&](int64_t r, int64_t col, float (&x)[NB]) {
+#pragma unroll
+    for (int i = 0; i < NB; i++) {
+      x[i] *= post[i];
+      if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.ldc[i] + col]);
+      const __half xo = __float2half_rn(x[i]);
+      x[i] = __half2float(xo);   /* the op acts on output-typed values */
+      if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + col] = xo;
+    }
+    p.d2[z * p.d2_bs + r * p.ldd2 + col] = __float2half_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
+  };
+  /* value (rt, mt, e) of a lane l is row 8mt + (((l & 3) << 1) + (e & 1)) of D, column (the warp's first
+  ** weight row) + 16rt + ((l >> 2) + ((e >> 1) << 3)) */
+  if (WG && ks == 1) {   /* warpgroup form, one owner per block: its accumulators are the sums */
+#pragma unroll
+    for (int rt = 0; rt < RT; rt++)
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int e = 0; e < ACC; e++) {
+          const int64_t r = m0 + 8 * mt + (((lane & 3) << 1) + (e & 1)), col = nw + 16 * rt + ((lane >> 2) + ((e >> 1) << 3));
+          if (r >= p.m || col >= p.n) continue;
+          float x[NB];
+#pragma unroll
+          for (int i = 0; i < NB; i++) x[i] = acc[i][rt][mt][e];
+          store(r, col, x);
+        }
+    return;
+  }
+  /* else the owners' sums in shared memory first */
+  if constexpr (WG) __syncthreads();   /* every group's MMAs done: the sums reuse the staging buffers */
+  float *red = reinterpret_cast<float *>(WG ? wbuf - kw * WG_BUFS * SB : smem);
   enum { VALS = RTB * MT * ACC };   /* per lane and product */
 #pragma unroll
   for (int i = 0; i < NB; i++)
@@ -693,16 +722,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
       for (int w = 0; w < ks; w++) x[i] += red[((w * NB + i) * VALS) * WS + idx];
     }
     const int64_t r = m0 + 8 * mt + (((l & 3) << 1) + (e & 1)), col = n0 + 16 * rt + ((l >> 2) + ((e >> 1) << 3));
-    if (r >= p.m || col >= p.n) continue;
-#pragma unroll
-    for (int i = 0; i < NB; i++) {
-      x[i] *= post[i];
-      if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.ldc[i] + col]);
-      const __half xo = __float2half_rn(x[i]);
-      x[i] = __half2float(xo);   /* the op acts on output-typed values */
-      if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.ldd[i] + col] = xo;
-    }
-    p.d2[z * p.d2_bs + r * p.ldd2 + col] = __float2half_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
+    if (r < p.m && col < p.n) store(r, col, x);
   }
 }
 
@@ -766,7 +786,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch(c
   fp4s_params p = kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_params(args, &batches);
   p.slices = (int)((args->m + fp4s_slice_rows(MT) - 1) / fp4s_slice_rows(MT));
   static int per_sm[KSPLIT_MAX + 1];
-  const int rows = WG ? WG_ROWS : 16 * RT, owner = WG ? 4 * WS : WS;   /* weight rows per block, threads per owner */
+  const int rows = WG ? WG * WG_ROWS : 16 * RT, owner = WG ? 4 * WS * WG : WS;   /* weight rows per block, threads per owner */
   const int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   const int64_t sms = fp4s_sms();

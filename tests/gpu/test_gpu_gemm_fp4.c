@@ -19,11 +19,12 @@
 **
 ** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 65, 100, 128} (mma and skinny
 ** kernels: 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 65, 100 and
-** 128 at n 8500 and 8448, at least one 64-row weight block per SM: one 32-row slice, one 64-row slice, and
-** one 128-row slice with 65, 100 and 128 live rows; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
+** 128 at n 8448, 8500 and 8600, at least one 64-row weight block per SM: one 32-row slice, one 64-row
+** slice, and one 128-row slice with 65, 71, 100 and 128 live rows, in blocks of one warpgroup (n 8448) or
+** of two sharing the staged A (n 8500, 8600); m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM) and
 ** {130, 257} (mma kernels),
-** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
@@ -619,10 +620,13 @@ int main(int argc, char **argv) {
     { 257, 65, 64, 0, 0, 1, 0 },
     /* m > 16 with at least one 64-row weight block per SM (132 on the H200): the skinny kernels' warpgroup
     ** form (m <= 32: one 32-row slice, ragged K and n; m <= 64: 64 rows, ring turns; m 65 .. 128: one
-    ** 128-row slice (GEMM; the DualGemm's test has two 64-row ones), 65, 100 or all 128 rows live; n 4000,
+    ** 128-row slice (GEMM; the DualGemm's test has two 64-row ones), 65, 100 or all 128 rows live, one
+    ** warpgroup per block at n 8448 (132 blocks), two sharing A at n 8500 and 8600 (more than 132
+    ** blocks of 64 rows: 67 and 68 of 128, the last partly filled; k 600: a ragged last chunk); n 4000,
     ** 63 blocks: two 64-row slices) */
     { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 }, { 100, 8448, 256, 1, 1, 1, 0 },
     { 128, 8500, 384, 0, 0, 0, 0 }, { 100, 4000, 256, 1, 0, 1, 0 }, { 65, 8448, 160, 0, 1, 1, 0 },
+    { 100, 8600, 600, 1, 1, 1, 0 }, { 71, 8600, 4096, 1, 0, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
