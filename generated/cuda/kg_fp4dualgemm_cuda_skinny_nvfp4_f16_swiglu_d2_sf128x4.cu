@@ -45,7 +45,7 @@
 ** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
 ** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
 ** weight rows instead of once per warp, and one MMA serves all 8 MT rows.
-** With one K range per block (ks = 1) the accumulators go to D directly. */
+** With one K range per block the accumulators go to D directly. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>

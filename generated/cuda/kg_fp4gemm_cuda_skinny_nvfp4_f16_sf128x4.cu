@@ -44,8 +44,9 @@
 ** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
 ** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
 ** weight rows instead of once per warp, and one MMA serves all 8 MT rows.
-** m > 64 with many weight rows: two warpgroups per K range share the staged A (kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_pair).
-** With one K range per block (ks = 1) the accumulators go to D directly. */
+** The 128-row slice, where its 64-row blocks would be more than one per SM: two warpgroups
+** (128 weight rows) share one K range and the staged A (kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_pair).
+** With one K range per block the accumulators go to D directly. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -851,8 +852,8 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_mt(const kg_gemm_fp4_args
 /* The 128-row slice (_wg_mt = 16) in blocks of two warpgroups (WG = 2: 128 weight rows, one K
 ** range, the staged A shared by both: half the staging per weight row) where the blocks of one
 ** warpgroup (64 rows) would be more than one per SM; else those. H200, K = 4096, m = 128: N = 14336
-** 51.4 us against 78.4, N = 8704 50.3 against 78.5, N = 28672 99.5 against 154.2; N = 8448 (132
-** blocks of 64 rows, one per SM) keeps one warpgroup: 42.9 against 59.7 in 66 blocks of two. */
+** 51.4 us against 78.4, N = 8704 50.3 against 78.5, N = 28672 99.5 against 154.2, while N = 8448
+** (132 blocks of 64 rows) took 59.7 in blocks of two against 42.9. */
 static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_pair(const kg_gemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_batches(args);
   return nb > fp4s_sms();
