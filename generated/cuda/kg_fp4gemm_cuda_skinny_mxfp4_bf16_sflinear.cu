@@ -44,8 +44,8 @@
 ** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
 ** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
 ** weight rows instead of once per warp, and one MMA serves all 8 MT rows.
-** The 128-row slice, where its 64-row blocks would be more than one per SM: two warpgroups
-** (128 weight rows) share one K range and the staged A (kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair).
+** Slices of 64 rows or more, where their 64-row blocks would be more than one per SM: two
+** warpgroups (128 weight rows) share one K range and the staged A (kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair).
 ** With one K range per block the accumulators go to D directly. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -804,14 +804,18 @@ static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_mt(const kg_gemm_fp4_ar
   return nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w) ? mt : 0;
 }
 
-/* The 128-row slice (_wg_mt = 16) in blocks of two warpgroups (WG = 2: 128 weight rows, one K
-** range, the staged A shared by both: half the staging per weight row) where the blocks of one
-** warpgroup (64 rows) would be more than one per SM; else those. H200, K = 4096, m = 128: N = 14336
-** 51.4 us against 78.4, N = 8704 50.3 against 78.5, N = 28672 99.5 against 154.2, while N = 8448
-** (132 blocks of 64 rows) took 59.7 in blocks of two against 42.9. */
-static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair(const kg_gemm_fp4_args *args) {
-  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args);
-  return nb > fp4s_sms();
+/* The warpgroup form with MT 8-row tiles of A per slice (_wg_mt; MT >= 8) in blocks of two
+** warpgroups (WG = 2: 128 weight rows, one K range, the staged A shared by both: half the staging
+** per weight row) where the nb blocks of one warpgroup (64 rows, slices counted) would be more than
+** one per SM; else those. Under KG_EXEC_PDL, MT = 8 pairs only where nb > 2 SMs (the pairs alone
+** more than one per SM). H200, K = 4096: GEMM m = 64, N = 28672 60.1 us against 86.2 (with PDL 58.6
+** against 84.3), N = 14336 44.2 against 45.2 (with PDL 55.5 against 43.7: the 112 pairs leave SMs to
+** the kernel behind); m = 128, N = 14336 (MT 16) 50.9 against 78.4 (with PDL 49.0 against 67.8);
+** DualGemm m = 128 (two 64-row slices), N = 14336 110.7 against 114.1 (with PDL 108.0 against 111.7). */
+static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair(const kg_gemm_fp4_args *args, const kg_exec *exec, int mt) {
+  const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
+  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(args) * slices, sms = fp4s_sms();
+  return mt >= 8 && nb > sms && (mt > 8 || !(exec->flags & KG_EXEC_PDL) || nb > 2 * sms);
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
@@ -835,5 +839,5 @@ static kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced(const kg_gemm
 extern "C" kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int wg = args->m > 16 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_mt(args) : 0;
   return args->m <= 8 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced<1>(args, exec) : !wg ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sliced<2>(args, exec)
-       : wg == 4 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<4, 1, 1>(args, exec) : wg == 8 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<8, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair(args) ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<16, 1, 2>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<16, 1, 1>(args, exec);
+       : wg == 4 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<4, 1, 1>(args, exec) : wg == 8 ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair(args, exec, 8) ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<8, 1, 2>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<8, 1, 1>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_wg_pair(args, exec, 16) ? kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<16, 1, 2>(args, exec) : kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_launch<16, 1, 1>(args, exec);
 }

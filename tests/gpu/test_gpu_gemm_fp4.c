@@ -21,7 +21,7 @@
 ** kernels: 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 65, 100 and
 ** 128 at n 8448, 8500 and 8600, at least one 64-row weight block per SM: one 32-row slice, one 64-row
 ** slice, and one 128-row slice with 65, 71, 100 and 128 live rows, in blocks of one warpgroup (n 8448) or
-** of two sharing the staged A (n 8500, 8600); m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
+** of two sharing the staged A (n 8500, 8600; also m 40 and 64, one 64-row slice); m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM) and
 ** {130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
@@ -627,6 +627,9 @@ int main(int argc, char **argv) {
     { 24, 8500, 600, 1, 0, 1, 0 }, { 40, 8448, 1280, 0, 1, 1, 0 }, { 100, 8448, 256, 1, 1, 1, 0 },
     { 128, 8500, 384, 0, 0, 0, 0 }, { 100, 4000, 256, 1, 0, 1, 0 }, { 65, 8448, 160, 0, 1, 1, 0 },
     { 100, 8600, 600, 1, 1, 1, 0 }, { 71, 8600, 4096, 1, 0, 1, 0 },
+    /* m 33 .. 64, more than 132 blocks of 64 weight rows: the 64-row slice in blocks of two warpgroups
+    ** (68 blocks of 128 rows, the last partly filled; ragged k) */
+    { 64, 8600, 600, 1, 0, 1, 0 }, { 40, 8500, 1280, 0, 1, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
