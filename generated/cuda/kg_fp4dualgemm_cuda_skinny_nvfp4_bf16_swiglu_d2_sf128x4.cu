@@ -44,8 +44,8 @@
 ** the permuted k order (wgmma's K-major 128-byte-swizzled layout, 3 buffers, a named
 ** barrier), then issues 8 MMAs (one commit group) that read it as B: A is read once per 64
 ** weight rows instead of once per warp, and one MMA serves all 8 MT rows.
-** Slices of 64 rows or more, where their 64-row blocks would be more than one per SM: two
-** warpgroups (128 weight rows) share one K range and the staged A (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair).
+** Slices of 64 rows or more, where their 64-row blocks would be more than one per SM: groups of
+** two warpgroups (128 weight rows) share each K range and its staged A (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair).
 ** With one K range per block the accumulators go to D directly. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -146,8 +146,10 @@ enum { WG_ROWS = 64, WG_BUFS = 3, WG_GROUP = 4 };
 /* Rows of A per slice (grid x = weight blocks x slices): 16, or 8 MT in the warpgroup form. */
 static constexpr __host__ __device__ int fp4s_slice_rows(int mt) { return mt > 2 ? 8 * mt : 16; }
 /* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
-** (m64n64 and m64n128, or two products) take 256, so that 255 registers hold them. */
-static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 4 || (NB > 1 && mt > 2)) ? 256 : KSPLIT_MAX * WS; }
+** (m64n128, m64n64 of one warpgroup, or two products) take 256, so that 255 registers hold them;
+** the GEMM's m64n64 pairs (WG = 2) fit 128 registers and take two K ranges where that fills the
+** SMs (H200, K = 4096, m = 64, N = 14336: 37.3 us against 44.2 with one). */
+static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 8 || (NB > 1 && mt > 2) || (wg == 1 && mt > 4)) ? 256 : KSPLIT_MAX * WS; }
 
 typedef struct fp4s_params {
   const __nv_bfloat16 *a; int64_t lda, a_bs;          /* elements; a_bs: batch stride (0: shared) */
@@ -809,17 +811,16 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_mt(const k
 }
 
 /* The warpgroup form with MT 8-row tiles of A per slice (_wg_mt; MT >= 8) in blocks of two
-** warpgroups (WG = 2: 128 weight rows, one K range, the staged A shared by both: half the staging
-** per weight row) where the nb blocks of one warpgroup (64 rows, slices counted) would be more than
-** one per SM; else those. Under KG_EXEC_PDL, MT = 8 pairs only where nb > 2 SMs (the pairs alone
-** more than one per SM). H200, K = 4096: GEMM m = 64, N = 28672 60.1 us against 86.2 (with PDL 58.6
-** against 84.3), N = 14336 44.2 against 45.2 (with PDL 55.5 against 43.7: the 112 pairs leave SMs to
-** the kernel behind); m = 128, N = 14336 (MT 16) 50.9 against 78.4 (with PDL 49.0 against 67.8);
-** DualGemm m = 128 (two 64-row slices), N = 14336 110.7 against 114.1 (with PDL 108.0 against 111.7). */
-static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(const kg_dualgemm_fp4_args *args, const kg_exec *exec, int mt) {
+** warpgroups (WG = 2: 128 weight rows, the staged A shared by both: half the staging per weight
+** row) where the blocks of one warpgroup (64 rows, slices counted) would be more than one per SM;
+** else those. H200, K = 4096, us (with KG_EXEC_PDL): GEMM m = 64, N = 14336 37.1 (35.0) against
+** 45.2 (43.7) in blocks of one, N = 28672 60.4 (58.5) against 86.2 (84.3), N = 8704 35.8 (34.2)
+** against 43.9 (42.5); m = 128, N = 14336 (MT 16) 50.9 (49.0) against 78.4 (67.8); DualGemm
+** m = 128 (two 64-row slices), N = 14336 110.7 (108.0) against 114.1 (111.7). */
+static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(const kg_dualgemm_fp4_args *args, int mt) {
   const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
-  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_batches(args) * slices, sms = fp4s_sms();
-  return mt >= 8 && nb > sms && (mt > 8 || !(exec->flags & KG_EXEC_PDL) || nb > 2 * sms);
+  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_batches(args) * slices;
+  return mt >= 8 && nb > fp4s_sms();
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */
@@ -831,7 +832,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sliced(
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   const int wg = args->m > 16 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_mt(args) : 0;
   if (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sf16(args)) return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sliced<1, 1>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sliced<2, 1>(args, exec)
-       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<4, 1, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(args, exec, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 1, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 1, 1>(args, exec);
+       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<4, 1, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(args, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 1, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 1, 1>(args, exec);
   return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sliced<1, 0>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_sliced<2, 0>(args, exec)
-       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<4, 1, 0, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(args, exec, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 0, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 0, 1>(args, exec);
+       : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<4, 1, 0, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_wg_pair(args, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 0, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4_launch<8, 1, 0, 1>(args, exec);
 }
