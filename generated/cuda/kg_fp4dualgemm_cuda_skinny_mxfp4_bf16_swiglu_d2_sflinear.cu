@@ -789,20 +789,27 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_launch
 }
 
 /* m > 16: the warpgroup form's 8-row tiles of A per slice (MT), or 0 for the 16-row slices of the
-** m <= 16 kernel. MT = 4 (m <= 32) or 8 (slices of 64 rows) where
-** their blocks, W slices counted, are at least one per SM, or at least 7/8 of one per SM and the
-** S 16-row slices would decode the weights at least 2.75 W times. H200 (K = 4096): N = 14336 ran
-** faster in warpgroups; N = 4096 at m <= 64 sliced (64 blocks leave half the SMs idle); in the
-** 7/8 band one warpgroup slice took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64:
-** 27.6 against 35.4 us; N = 4096, m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4
-** against 68.6 at K = 14336). */
+** m <= 16 kernel. MT = 8 (m > 32:
+** slices of 64 rows), then MT = 4 (slices of 32; the DualGemm only for m <= 32), the first whose blocks, W slices counted,
+** are at least one per SM, or at least 7/8 of one per SM where the S 16-row slices would decode
+** the weights at least 2.75 W times. MT = 4 above m = 32 only in that band (its blocks then take up
+** to 4 K ranges) and where the slices of 16 would decode 2 W times: at m = 72 / 80, N = 4096, three
+** 32-row slices took 27.0 us against 24.0 in slices of 16 (at N = 3000 26.6 against 19.3).
+** H200 (K = 4096): N = 14336 ran faster in warpgroups; in the 7/8 band one 64-row slice
+** took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096,
+** m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4 against 68.6 at K = 14336); N = 4096,
+** m = 64: two 32-row slices 16.1 against 19.6 in four of 16 rows (K = 14336: 39.2 against 54.2),
+** one 64-row slice 26.8; m = 128, N = 2048: four 32-row slices 15.6 against 19.2. */
 static int kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_wg_mt(const kg_dualgemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_batches(args);   /* blocks per slice */
-  const int64_t sms = fp4s_sms();
-  const int mt = args->m <= 32 ? 4 : 8;
-  const int64_t wr = fp4s_slice_rows(mt), sr = fp4s_slice_rows(2);   /* rows per slice */
-  const int64_t w = (args->m + wr - 1) / wr, s = (args->m + sr - 1) / sr;
-  return nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w) ? mt : 0;
+  const int64_t sms = fp4s_sms(), s = (args->m + 15) / 16;
+  for (int mt = args->m <= 32 ? 4 : 8; mt >= 4; mt -= 4) {
+    const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
+    const int above = mt == 4 && args->m > 32;   /* then only in the band, and where S >= 2 W */
+    if ((!above && nb * w >= sms) || (8 * nb * w >= 7 * sms && 4 * s >= (above ? 8 : 11) * w)) return mt;
+    break;
+  }
+  return 0;
 }
 
 /* The warpgroup form with MT 8-row tiles of A per slice (_wg_mt; MT >= 8) in blocks of two

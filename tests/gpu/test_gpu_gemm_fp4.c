@@ -21,7 +21,8 @@
 ** kernels: 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 65, 100 and
 ** 128 at n 8448, 8500 and 8600, at least one 64-row weight block per SM: one 32-row slice, one 64-row
 ** slice, and one 128-row slice with 65, 71, 100 and 128 live rows, in blocks of one warpgroup (n 8448) or
-** of two sharing the staged A (n 8500, 8600; also m 40 and 64, one 64-row slice); m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
+** of two sharing the staged A (n 8500, 8600; also m 40 and 64, one 64-row slice); m = 64 at n 4000 and 128 at n 2000:
+** 32-row slices; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM) and
 ** {130, 257} (mma kernels),
 ** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
@@ -630,6 +631,10 @@ int main(int argc, char **argv) {
     /* m 33 .. 64, more than 132 blocks of 64 weight rows: the 64-row slice in blocks of two warpgroups
     ** (68 blocks of 128 rows, the last partly filled; ragged k) */
     { 64, 8600, 600, 1, 0, 1, 0 }, { 40, 8500, 1280, 0, 1, 1, 0 },
+    /* m > 32 with 7/8 of a block per SM in 32-row slices: two at m = 64, n 4000 (63 blocks of 64
+    ** rows), four at m = 128, n 2000 (the last partly filled; 32 blocks); m = 72 at n 4000 stays in
+    ** 16-row slices */
+    { 64, 4000, 600, 0, 1, 1, 0 }, { 128, 2000, 600, 1, 1, 1, 0 }, { 72, 4000, 4096, 1, 0, 1, 0 },
   };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
