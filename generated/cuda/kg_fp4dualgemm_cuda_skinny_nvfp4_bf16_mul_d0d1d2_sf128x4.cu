@@ -797,9 +797,10 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_launch
 ** m <= 16 kernel. MT = 8 (m > 32:
 ** slices of 64 rows), then MT = 4 (slices of 32; the DualGemm only for m <= 32), the first whose blocks, W slices counted,
 ** are at least one per SM, or at least 7/8 of one per SM where the S 16-row slices would decode
-** the weights at least 2.75 W times. MT = 4 above m = 32 only in that band (its blocks then take up
-** to 4 K ranges) and where the slices of 16 would decode 2 W times: at m = 72 / 80, N = 4096, three
-** 32-row slices took 27.0 us against 24.0 in slices of 16 (at N = 3000 26.6 against 19.3).
+** the weights at least 2.75 W times. MT = 4 above m = 32 only where its blocks are 7/8 to 1 per SM
+** (each block then takes 4 K ranges; beyond one per SM, 2): at m = 72 / 80, N = 4096 (192 blocks),
+** three 32-row slices took 27.0 us against 24.0 in slices of 16 (N = 3000, 141 blocks: 26.6
+** against 19.3; m = 128, N = 3000, 188 blocks: 26.8 against 27.6).
 ** H200 (K = 4096): N = 14336 ran faster in warpgroups; in the 7/8 band one 64-row slice
 ** took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096,
 ** m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4 against 68.6 at K = 14336); N = 4096,
@@ -810,8 +811,9 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4_wg_mt(const 
   const int64_t sms = fp4s_sms(), s = (args->m + 15) / 16;
   for (int mt = args->m <= 32 ? 4 : 8; mt >= 4; mt -= 4) {
     const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
-    const int above = mt == 4 && args->m > 32;   /* then only in the band, and where S >= 2 W */
-    if ((!above && nb * w >= sms) || (8 * nb * w >= 7 * sms && 4 * s >= (above ? 8 : 11) * w)) return mt;
+    if (mt == 4 && args->m > 32) {   /* only 7/8 to 1 block per SM: each block then takes 4 K ranges */
+      if (8 * nb * w >= 7 * sms && nb * w <= sms) return mt;
+    } else if (nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w)) return mt;
     break;
   }
   return 0;
