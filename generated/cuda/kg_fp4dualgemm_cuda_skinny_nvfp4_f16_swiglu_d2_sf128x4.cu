@@ -850,13 +850,9 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch(c
 static int kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_wg_mt(const kg_dualgemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_batches(args);   /* blocks per slice */
   const int64_t sms = fp4s_sms(), s = (args->m + 15) / 16;
-  for (int mt = args->m <= 32 ? 4 : 8; mt >= 4; mt -= 4) {
-    const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
-    if (mt == 4 && args->m > 32) {   /* only 7/8 to 1 block per SM: each block then takes 4 K ranges */
-      if (8 * nb * w >= 7 * sms && nb * w <= sms) return mt;
-    } else if (nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w)) return mt;
-    break;
-  }
+  const int mt = args->m <= 32 ? 4 : 8;
+  const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
+  if (nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w)) return mt;
   return 0;
 }
 
@@ -870,7 +866,7 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_wg_mt(const kg
 static int kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_wg_pair(const kg_dualgemm_fp4_args *args, int mt) {
   const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_batches(args) * slices;
-  return mt >= 8 && nb > fp4s_sms();
+  return nb > fp4s_sms();
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */

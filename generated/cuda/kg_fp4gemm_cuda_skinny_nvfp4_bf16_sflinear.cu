@@ -809,12 +809,11 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_wg_mt(const kg_gemm_fp4_ar
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_batches(args);   /* blocks per slice */
   const int64_t sms = fp4s_sms(), s = (args->m + 15) / 16;
   if (args->m > 64 && nb >= sms) return 16;
-  for (int mt = args->m <= 32 ? 4 : 8; mt >= 4; mt -= 4) {
-    const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
-    if (mt == 4 && args->m > 32) {   /* only 7/8 to 1 block per SM: each block then takes 4 K ranges */
-      if (8 * nb * w >= 7 * sms && nb * w <= sms) return mt;
-    } else if (nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w)) return mt;
-  }
+  const int mt = args->m <= 32 ? 4 : 8;
+  const int64_t w = (args->m + fp4s_slice_rows(mt) - 1) / fp4s_slice_rows(mt);
+  if (nb * w >= sms || (8 * nb * w >= 7 * sms && 4 * s >= 11 * w)) return mt;
+  const int64_t w4 = (args->m + fp4s_slice_rows(4) - 1) / fp4s_slice_rows(4);   /* m > 32: 7/8 to 1 block per SM */
+  if (args->m > 32 && 8 * nb * w4 >= 7 * sms && nb * w4 <= sms) return 4;
   return 0;
 }
 
@@ -828,7 +827,7 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_wg_mt(const kg_gemm_fp4_ar
 static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_wg_pair(const kg_gemm_fp4_args *args, int mt) {
   const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_batches(args) * slices;
-  return mt >= 8 && nb > fp4s_sms();
+  return nb > fp4s_sms();
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
