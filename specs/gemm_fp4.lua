@@ -43,7 +43,7 @@ gemm_fp4 {
   sf_layout = "128x4", sf_layout_a = "8x4",
 }
 
--- CUDA, small M (m <= 128), preferred over the warp kernel: the skinny kernel
+-- CUDA, small and mid M (m <= 512), preferred over the warp kernel: the skinny kernel
 -- (weights dequantized in registers into mma.sync fragments), bf16 W4A16, and
 -- f16 W4A16 for NVFP4 (whose e2m1 * e4m3 values f16 holds exactly).
 gemm_fp4 {

@@ -6,7 +6,7 @@
 -- block-scaled FP4 GEMM). Kernels: blocked (C backend: packed loops, A and W
 -- panels dequantized into f32 while packing), warp (CUDA, HIP: small M, one
 -- warp per output column, 16-byte loads of 32 packed weights, dequantized in
--- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 128: packed weights
+-- registers, f32 FMA), skinny (CUDA, W4A16: bf16, or f16 with NVFP4; m <= 512: packed weights
 -- dequantized in registers straight into mma.sync m16n8k16 fragments; preferred
 -- over warp where both apply) and mma (CUDA, HIP: any M, tiles of A and W
 -- dequantized to bf16/f16 in shared memory, the dialect's warp-level MMA:
@@ -26,9 +26,15 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
 -- the warpgroup form), each its own blocks, that dequantize the weights again
 -- (their reads shared through L2). Measured on the H200 against the dequantize
--- path (bench/results), m = 128: GEMM 4096x4096 35 us against 73, 14336x4096 90
--- against 112, 4096x14336 104 against 232; DualGemm 14336x4096 125 against 182.
-F.MAX_M = { warp = 16, skinny = 128 }
+-- path (bench/results, K = 4096 unless noted), us: GEMM m = 256: 4096x4096 35.8
+-- against 74.8, 14336x4096 99.4 against 122.4, 4096x14336 95.7 against 230.4;
+-- m = 384: 57.9 / 146.6 / 181.1 against 75.2 / 170.1 / 230.6; m = 512: 57.9 /
+-- 196.2 / 182.9 against 75.8 / 178.5 / 231.6 (the one shape the path wins);
+-- DualGemm 14336x4096, m = 256 213.4 against 242.1, m = 384 314.6 against 315.0,
+-- m = 512 364.7 against 383.7. Above, every 128 rows of A cost the slices one more
+-- decode of the weights, while the path's time grows more slowly with m (m = 1024:
+-- 84 / 302 / 262 us, bench/results 9991c7c).
+F.MAX_M = { warp = 16, skinny = 512 }
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all; the

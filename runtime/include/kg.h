@@ -397,7 +397,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K).
 ** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the CUDA `skinny`
-** kernels (W4A16: bf16, or f16 with NVFP4; weights dequantized in registers into mma.sync) m <= 128
+** kernels (W4A16: bf16, or f16 with NVFP4; weights dequantized in registers into mma.sync) m <= 512
 ** (above 16 in slices of A, each dequantizing the weights again), the `mma`
 ** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
 ** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)

@@ -21,8 +21,9 @@
 ** passes. Reported as the worst error in tolerance units per variant.
 ** Cases: m 1, 5, 9, 12, 16 (every kernel), 17, 24 and 40 (mma and skinny kernels: 16-row slices of A,
 ** the last partly filled; the skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at
-** n 4300 x 2 batches: at least one 64-row weight block per SM) and 100, 130 (mma kernels: m not a
-** multiple of the 64-row tile), n 1, 7, 129, 300, 2200, 4300, 7000, 8500 (not multiples of the
+** n 4300 x 2 batches: at least one 64-row weight block per SM), 100, 130 (mma kernels: m not a
+** multiple of the 64-row tile; skinny 16-row slices) and 200, 300, 512 (mma and skinny kernels: 64-row
+** slices in blocks of two warpgroups at m 200 (n 4300 x 2 batches) and 512, 16-row slices at m 300), n 1, 7, 129, 300, 2200, 4300, 7000, 8500 (not multiples of the
 ** 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
 ** blocks than SMs, 8576: long K ranges per warp, 7000 x 600: K chunks that do not divide evenly
@@ -34,8 +35,8 @@
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
-** Statuses: warp and skinny variants refuse m above their limit, 16 and 128 (KG_ERROR_NOT_SUPPORTED,
-** kg_explain names the limit; dispatch picks a skinny variant for m = 128, no workspace),
+** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
+** kg_explain names the limit; dispatch picks a skinny variant for m = 512, no workspace),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
@@ -45,7 +46,7 @@
 ** whose op and stores kg_dualgemm has a tensor-core variant for (has_tensorop: swiglu / geglu with D2
 ** only in the shipped specs), select then names "dequantize + kg_dualgemm_cuda_tensorop_*", and
 ** the results meet the tolerances above plus u * |alpha_i| * sum |a w_i| per operand of product i
-** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 129 .. 161, n 7
+** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 513 .. 545, n 7
 ** .. 300 (not multiples of the tensor-core tiles), ragged k, batched with per-batch W0 / W1 / A (own
 ** scale groups and global scales) and shared ones, C with beta and bias rows, W4A4, one unaligned
 ** case (the in-kernel variant runs). run_dual_path_statuses: the size of a batched problem (every
@@ -103,7 +104,7 @@ static int parse_dvar(const char *name, dvar *v) {
   snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
   if (nt != 6 && nt != 8) return 0;
-  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 128 : 0;   /* small-M kernels: their limit */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -168,7 +169,7 @@ static const dcase CASES[] = {
   { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
   /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks: one warp owns none */
   { 1, 7000, 600, 0, 0, CN_NONE, CN_FULL, 1, 0 },
-  /* m > 16: the mma kernels and, m <= 128, the skinny kernels (16-row slices of A) */
+  /* m > 16: the mma kernels and the skinny kernels (16-row slices of A) */
   { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },
   { 64, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 0 },
@@ -177,6 +178,11 @@ static const dcase CASES[] = {
   ** with a shared A; m 65 .. 128: two slices, the second partly or wholly filled) */
   { 24, 8500, 600, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 40, 4300, 544, 2, SH_A, CN_BIAS, CN_FULL, 1, 0 },
   { 100, 8448, 160, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 128, 4300, 256, 2, SH_A, CN_BIAS, CN_FULL, 1, 0 },
+  /* m 129 .. 512 (skinny up to its limit): 64-row slices in blocks of two warpgroups (m 200: four, the
+  ** last with 8 live rows, batched with a shared A; m 512: eight), 16-row slices at m 300, n 1000
+  ** (nineteen, the last with 12 live rows) */
+  { 200, 4300, 160, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 512, 2200, 64, 0, 0, CN_BIAS, CN_NONE, 1, 0 },
+  { 300, 1000, 96, 0, 0, CN_NONE, CN_FULL, 1, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
@@ -186,11 +192,11 @@ static const dcase CASES[] = {
 ** its own scale group and NVFP4 global scale) and shared ones; the last has unaligned lds (the
 ** in-kernel variant runs with the workspace too). */
 static const dcase PATH_CASES[] = {
-  { 133, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },      { 150, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
-  { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 138, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
-  { 161, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },  { 136, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
-  { 144, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },   { 129, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
-  { 150, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
+  { 517, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 1 },      { 534, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 1 },
+  { 514, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 1 },   { 522, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 1 },
+  { 545, 40, 64, 4, SH_A, CN_BIAS, CN_BIAS, 1, 1 },  { 520, 24, 128, 2, 0, CN_FULL, CN_BIAS, 1, 1 },
+  { 528, 64, 4096, 0, 0, CN_NONE, CN_BIAS, 1, 1 },   { 513, 72, 160, 3, SH_B0 | SH_A, CN_NONE, CN_FULL, 0, 1 },
+  { 534, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
 };
 #define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
 
@@ -530,14 +536,14 @@ static int run_dual_statuses(const dvar *v) {
 }
 
 /* The dequantize path's contract for an any-M variant v, batched (3 batches: W0 and A per batch, W1
-** shared; NVFP4 global scales per group; m = 136, above the small-M kernels; aligned C / D): the
+** shared; NVFP4 global scales per group; m = 520, above the small-M kernels; aligned C / D): the
 ** workspace size (on a GPU where kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2
 ** bytes, + 3 * m * round8(k) * 2 for W4A4; else 0), explain's lines without and with the workspace (or
 ** why the path is not taken), a short workspace (in-kernel variant), v forced by name (never the
 ** path), the path forced by its name with a short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C
 ** backend KG_ERROR_NOT_SUPPORTED); nothing is written. */
 static int run_dual_path_statuses(const dvar *v) {
-  const int64_t m = 136, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
+  const int64_t m = 520, n = 24, k = 64, batch = 3, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz;
   const int64_t ldd = 32, bsd = m * ldd, ldb = k / 2, lda = v->a_fp4 ? k / 2 : k;
   const size_t sf0 = ref_sf_bytes(v->layout, n, kv, batch), sf1 = ref_sf_bytes(v->layout, n, kv, 1);
   const size_t sfa = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, batch) : 1;

@@ -23,9 +23,9 @@
 ** slice, and one 128-row slice with 65, 71, 100 and 128 live rows, in blocks of one warpgroup (n 8448) or
 ** of two sharing the staged A (n 8500, 8600; also m 40 and 64, one 64-row slice); m = 64 at n 4000 and 128 at n 2000:
 ** 32-row slices; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
-** of a block per SM) and
-** {130, 257} (mma kernels),
-** n in {1, 7, 33, 65, 129, 300, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** of a block per SM), {130, 257} (mma kernels and skinny 16-row slices) and {140, 160, 250, 300, 385,
+** 512} (skinny kernels, MID_CASES: 128-, 64-, 32- and 16-row slices, see there),
+** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
@@ -33,16 +33,16 @@
 ** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
-** must be untouched. Statuses: m above the limit of a warp (16) or skinny (128) kernel ->
+** must be untouched. Statuses: m above the limit of a warp (16) or skinny (512) kernel ->
 ** KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the limit), a misaligned lda ->
 ** KG_ERROR_MISALIGNED_OPERAND, odd k -> KG_ERROR_INVALID_PROBLEM, and nothing written; dispatch picks a
-** skinny variant for m = 128 (no workspace: the dequantize path is not taken).
+** skinny variant for m = 512 (no workspace: the dequantize path is not taken).
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
 ** NULL), once without a workspace (select must name the variant) and once with a workspace of
 ** kg_gemm_fp4_workspace_size's bytes filled with NaN bytes: on the GPU the size must be > 0 exactly for
 ** the bf16 cases whose ldc / ldd are multiples of 8, select then names "dequantize + kg_gemm_cuda_tensorop_*",
 ** and the result meets the same tolerance plus u * |alpha| * sum |a w| per operand with an NVFP4 global
-** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 129 .. 257 (above the small-M kernels; not multiples of the
+** scale (the path rounds e2m1 * sf / gs to bf16 once); the cases: m 513 .. 641 (above the small-M kernels; not multiples of the
 ** 128-row tile), n 7 .. 300, k 30 .. 4096, C with beta, bias rows, W4A4, MXFP4 and NVFP4 with and without
 ** global scales, and one case with unaligned lds (the in-kernel variant runs). run_path_statuses checks
 ** the size (n * round8(k) * 2, + m * round8(k) * 2 for W4A4), explain's lines, a short or misaligned
@@ -88,7 +88,7 @@ static int parse(const char *name, gvar *v) {
   for (char *p = strtok(buf, "_"); p && nt < 8; p = strtok(NULL, "_")) tok[nt++] = p;
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
-  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 128 : 0;   /* small-M kernels: their limit */
+  v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->layout = layout_of(tok[3] + 2);
@@ -343,7 +343,7 @@ static int run_statuses(const gvar *v) {
   return ok;
 }
 
-/* The dequantize path's contract for an any-M variant v (m = 136, above the small-M kernels; lds
+/* The dequantize path's contract for an any-M variant v (m = 520, above the small-M kernels; lds
 ** multiples of 8, NVFP4 global scales): the workspace size (0 on the C backend; on a GPU n * round8(k)
 ** * 2 bytes, plus m * round8(k) * 2 for W4A4), explain's last line without and with the workspace, a
 ** workspace one byte short or misaligned (the in-kernel variant runs), v forced by name (never the
@@ -351,7 +351,7 @@ static int run_statuses(const gvar *v) {
 ** misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the
 ** C backend KG_ERROR_NOT_SUPPORTED); refused calls write nothing. */
 static int run_path_statuses(const gvar *v) {
-  const int64_t m = 136, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
+  const int64_t m = 520, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
   const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
   const size_t sfan = v->a_fp4 ? ref_sf_bytes(v->layout_a, m, kv, 1) : 1;
   const float gs = 3.0f;
@@ -615,8 +615,8 @@ int main(int argc, char **argv) {
     ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336; the smaller n above and
     ** below run one tile per warp */
     { 3, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
-    /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and, m <= 128, the skinny kernels
-    ** (16-row slices of A, the last one partly filled) */
+    /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and the skinny kernels (16-row
+    ** slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
     { 257, 65, 64, 0, 0, 1, 0 },
     /* m > 16 with at least one 64-row weight block per SM (132 on the H200): the skinny kernels' warpgroup
@@ -636,14 +636,24 @@ int main(int argc, char **argv) {
     ** 16-row slices */
     { 64, 4000, 600, 0, 1, 1, 0 }, { 128, 2000, 600, 1, 1, 1, 0 }, { 72, 4000, 4096, 1, 0, 1, 0 },
   };
+  /* m 129 .. 512, the skinny kernels only (the mma ones run m 130 and 257 above): 128-row slices in
+  ** blocks of two warpgroups (m 140: two at n 8448, the second with 12 live rows; m 300: three at
+  ** n 4000, 63 blocks of 64 weight rows a slice, where 64-row slices would take two waves), 64-row slices (m 385: seven, the last with
+  ** one live row, one warpgroup per block, 7/8 of a block per SM; m 512: eight in blocks of two at
+  ** n 1100), 32-row slices at m 250, n 1000 (eight, 7/8 of a block per SM), 16-row slices at m 160,
+  ** n 600 */
+  static const gcase MID_CASES[] = {
+    { 140, 8448, 130, 1, 1, 1, 0 }, { 300, 4000, 96, 0, 0, 1, 0 }, { 385, 1100, 200, 1, 0, 0, 0 },
+    { 512, 1100, 96, 1, 1, 1, 0 }, { 250, 1000, 600, 0, 1, 1, 0 }, { 160, 600, 1280, 1, 0, 1, 0 },
+  };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
   ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
   ** unaligned lds: the in-kernel variant runs with the workspace too */
   static const gcase PATH_CASES[] = {
-    { 133, 7, 30, 1, 0, 1, 1 }, { 150, 129, 200, 1, 1, 1, 1 }, { 130, 300, 544, 1, 0, 0, 1 },
-    { 257, 65, 64, 0, 0, 1, 1 }, { 136, 64, 4096, 1, 0, 1, 1 }, { 129, 40, 96, 1, 1, 0, 1 },
-    { 150, 129, 200, 1, 0, 1, 0 },
+    { 517, 7, 30, 1, 0, 1, 1 }, { 550, 129, 200, 1, 1, 1, 1 }, { 530, 100, 544, 1, 0, 0, 1 },
+    { 641, 65, 64, 0, 0, 1, 1 }, { 520, 64, 1280, 1, 0, 1, 1 }, { 513, 40, 96, 1, 1, 0, 1 },
+    { 550, 129, 200, 1, 0, 1, 0 },
   };
   int nv = 0;
   for (int i = 0; i < kg_variant_count(); i++) {
@@ -658,6 +668,8 @@ int main(int argc, char **argv) {
       if (v.max_m && CASES[c].m > v.max_m) continue;
       if (run_case(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     }
+    for (size_t c = 0; v.max_m > 16 && c < sizeof MID_CASES / sizeof MID_CASES[0]; c++)
+      if (run_case(&v, &MID_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
     if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {

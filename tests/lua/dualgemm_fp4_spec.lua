@@ -65,7 +65,7 @@ describe("dualgemm_fp4 family", function()
       if v.op == "geglu" then
         assert.is_truthy(text:find(".dual_op = KG_DUAL_GEGLU", 1, true) and text:find(".store_d0 = 1, .store_d1 = 0", 1, true))
       end
-      local max_m = ({ warp = "16", skinny = "128" })[v.kernel] or "0"
+      local max_m = ({ warp = "16", skinny = "512" })[v.kernel] or "0"
       assert.is_truthy(text:find(".max_m = " .. max_m, 1, true), text)
     end
   end)
