@@ -241,6 +241,15 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
       unsigned s = S[ref_sf_off(v->layout, 0, kv, 0, j, kk / bs)];
       w[j * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
     }
+  double *av = xmalloc(sizeof(double) * (size_t)(m * k));   /* A decoded once */
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t kk = 0; kk < k; kk++) {
+      if (v->a_fp4) {
+        unsigned byte = ((const uint8_t *)A)[i * lda + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
+        unsigned sa = SA[ref_sf_off(v->layout_a, 0, kv, 0, i, kk / bs)];
+        av[i * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(sa) / gsa : ref_e2m1(code) * ref_ue8m0(sa);
+      } else av[i * k + kk] = v->bf ? bf16_to_f64(A[i * lda + kk]) : f16_to_f64(A[i * lda + kk]);
+    }
   for (int64_t i = 0; ok && i < m; i++)
     for (int64_t j = 0; j < ldd; j++) {
       const uint8_t *px = D + GUARD + (size_t)(i * ldd + j) * 2;
@@ -251,13 +260,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
       }
       double s = 0.0, abs = 0.0;
       for (int64_t kk = 0; kk < k; kk++) {
-        double av;
-        if (v->a_fp4) {
-          unsigned byte = ((const uint8_t *)A)[i * lda + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-          unsigned sa = SA[ref_sf_off(v->layout_a, 0, kv, 0, i, kk / bs)];
-          av = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(sa) / gsa : ref_e2m1(code) * ref_ue8m0(sa);
-        } else av = v->bf ? bf16_to_f64(A[i * lda + kk]) : f16_to_f64(A[i * lda + kk]);
-        double x = av * w[j * k + kk];
+        double x = av[i * k + kk] * w[j * k + kk];
         s += x; abs += fabs(x);
       }
       double cterm = cn ? -0.5 * (v->bf ? bf16_to_f64(C[i * ldc + j]) : f16_to_f64(C[i * ldc + j])) : 0.0;
@@ -276,6 +279,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
       } else if (err / tol > *worst) *worst = err / tol;
     }
   free(w);
+  free(av);
   dev_free(bA); dev_free(bB); dev_free(bS); dev_free(bC); dev_free(bG); dev_free(bD); dev_free(bSA); dev_free(bGA);
   if (bW) dev_free(bW);
   free(A); free(B); free(S); free(C); free(D); free(SA);
