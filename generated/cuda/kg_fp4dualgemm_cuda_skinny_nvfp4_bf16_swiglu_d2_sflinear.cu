@@ -806,6 +806,13 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch
 ** m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4 against 68.6 at K = 14336); N = 4096,
 ** m = 64: two 32-row slices 16.1 against 19.6 in four of 16 rows (K = 14336: 39.2 against 54.2),
 ** one 64-row slice 26.8; m = 128, N = 2048: four 32-row slices 15.6 against 19.2. */
+/* Blocks of one warpgroup (WG_ROWS weight rows) of the warpgroup form with MT 8-row tiles of A per
+** slice, slices and batches counted. */
+static int64_t kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_blocks(const kg_dualgemm_fp4_args *args, int mt) {
+  const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
+  return (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_batches(args) * slices;
+}
+
 static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_mt(const kg_dualgemm_fp4_args *args) {
   const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_batches(args);   /* blocks per slice */
   const int64_t sms = fp4s_sms(), s = (args->m + 15) / 16;
@@ -823,9 +830,7 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_mt(const 
 ** against 43.9 (42.5); m = 128, N = 14336 (MT 16) 50.9 (49.0) against 78.4 (67.8); DualGemm
 ** m = 128 (two 64-row slices), N = 14336 110.7 (108.0) against 114.1 (111.7). */
 static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_pair(const kg_dualgemm_fp4_args *args, int mt) {
-  const int64_t rows = fp4s_slice_rows(mt), slices = (args->m + rows - 1) / rows;
-  const int64_t nb = (args->n + WG_ROWS - 1) / WG_ROWS * kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_batches(args) * slices;
-  return nb > fp4s_sms();
+  return kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_wg_blocks(args, mt) > fp4s_sms();
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */

@@ -23,8 +23,8 @@
 ** the last partly filled; the skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at
 ** n 4300 x 2 batches: at least one 64-row weight block per SM), 100, 130 (mma kernels: m not a
 ** multiple of the 64-row tile; skinny 16-row slices) and 200, 300, 512 (mma and skinny kernels: 64-row
-** slices in blocks of two warpgroups at m 200 (n 4300 x 2 batches) and 512, 16-row slices at m 300), n 1, 7, 129, 300, 2200, 4300, 7000, 8500 (not multiples of the
-** 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
+** slices in blocks of two warpgroups at m 200 (n 4300 x 2 batches) and 512, 16-row slices at m 300),
+** n 1, 7, 129, 300, 1000, 2200, 4300, 7000, 8500 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
 ** blocks than SMs, 8576: long K ranges per warp, 7000 x 600: K chunks that do not divide evenly
 ** over the warps), batched with per-batch and shared (batch stride
