@@ -435,7 +435,12 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
   ** `whole` they lie inside k */
   const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
   const int64_t c_beg = (int64_t)kw * p.per, c_end = c_beg + p.per < chunks ? c_beg + p.per : chunks;
-  const int live = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;   /* whole chunks */
+  /* whole chunks: the same for every lane of the warp. The shuffle from lane 0 says so to ptxas:
+  ** without it the WG loop's MMAs sit on a divergent path and are serialized (C7520). H200, us,
+  ** with / without: GEMM m = 40, N = 14336 34.0 / 37.0; m = 8 16.0 / 16.8; DualGemm m = 16
+  ** 34.3 / 35.2. Not in the GEMM's two-tile kernel (m 9..16): 20.9 / 20.4. */
+  const int live_lane = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;
+  const int live = WG || MT < 2 || NB > 1 ? __shfl_sync(0xffffffffu, live_lane, 0) : live_lane;
   /* this lane's A rows gl (+ 8), element 32 tl of chunk c_beg. Rows from m on read row
   ** m - 1 (m >= 1): they only feed MMA columns that are never stored. */
   const __nv_bfloat16 *arow[MT];
