@@ -53,7 +53,7 @@ command -v hipcc >/dev/null || skipped hipcc-gfx90a "hipcc not found: generated 
 step build-all make -j"$JOBS" lib
 step check-suites sh -c "make -j$JOBS KG_CUDA=0 KG_HIP=0 build/check_kg && build/check_kg"
 step demo make demo
-step fuzz-fp4 make -j"$JOBS" fuzz
+step fuzz make -j"$JOBS" fuzz
 
 printf '\n==== make test summary ====\n%s' "$summary"
 printf 'make test: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
