@@ -5,7 +5,7 @@
 #   make check      the Check suites of the C runtime only (CK_RUN_SUITE=Name picks one)
 #   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
 #   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
-#   make fuzz       argument fuzz of the GEMM, DualGemm and FP4 entry points under ASan and UBSan
+#   make fuzz       argument fuzz of the public entry points under ASan and UBSan (C backend)
 #   make bench      kg vs cuBLAS on the GPU
 # Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
 # KG_CUDA=0 / KG_HIP=0 to leave a backend out.
@@ -45,7 +45,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
+.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
 all: lib
 
 deps:
@@ -155,18 +155,19 @@ build/bench_decode: bench/bench_decode.c $(wildcard bench/*.h) tests/c/attn_ref.
 test:
 	@./tests/run_all.sh
 
-# Argument fuzz of the GEMM, DualGemm and FP4 entry points (tests/fuzz/) with AddressSanitizer
-# and UndefinedBehaviorSanitizer, on a C-backend libkg of its own (build/san): buffers have
-# exactly the documented extents, so any access outside them fails the run.
+# Argument fuzz of the GEMM, DualGemm, FP4 and decode-attention entry points (tests/fuzz/)
+# with AddressSanitizer and UndefinedBehaviorSanitizer, on a C-backend libkg of its own
+# (build/san): buffers have exactly the documented extents, so any access outside them fails.
 SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 san-lib:
 	$(MAKE) KG_CUDA=0 KG_HIP=0 B=build/san CFLAGS="$(SAN_CFLAGS)" build/san/libkg.a
-build/fuzz_fp4 build/fuzz_gemm: build/fuzz_%: tests/fuzz/fuzz_%.c san-lib
+build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn: build/fuzz_%: tests/fuzz/fuzz_%.c san-lib
 	$(CC) $(KG_CFLAGS) $(SAN_CFLAGS) $< build/san/libkg.a -lm -lpthread -o $@
 
-fuzz: build/fuzz_fp4 build/fuzz_gemm
+fuzz: build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn
 	build/fuzz_fp4 200000
 	build/fuzz_gemm 100000
+	build/fuzz_attn 100000
 
 # The GPU test programs built for the C backend (host memory, kg_*_c_* variants):
 # checks the tests themselves on a machine without a GPU. Built with -DKG_GPU_TEST_HOST (gpu_test.h).

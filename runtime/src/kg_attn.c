@@ -179,13 +179,15 @@ static kg_status kg__kv_check(const kg_paged_kv *kv, kg_backend backend, kg_kv_j
   job->indptr = kv->indptr;
   job->last_page_len = kv->last_page_len;
   if (backend != KG_BACKEND_C) return KG_SUCCESS;
-  /* host memory: the table's contents */
+  /* host memory: the table's contents. indptr first, whole: once it is non-decreasing every
+  ** page list lies inside indices[indptr[0] .. indptr[batch]), the caller's array. */
   if (kv->indptr[0] < 0) KG__FAIL(KG_ERROR_INVALID_PROBLEM, "kv.indptr[0] = %d is negative", kv->indptr[0]);
+  for (int64_t b = 0; b < kv->batch; b++)
+    if (kv->indptr[b + 1] < kv->indptr[b])
+      KG__FAIL(KG_ERROR_INVALID_PROBLEM, "kv.indptr decreases at request %lld (%lld -> %lld)", (long long)b,
+               (long long)kv->indptr[b], (long long)kv->indptr[b + 1]);
   for (int64_t b = 0; b < kv->batch; b++) {
     const int64_t p0 = kv->indptr[b], p1 = kv->indptr[b + 1];
-    if (p1 < p0)
-      KG__FAIL(KG_ERROR_INVALID_PROBLEM, "kv.indptr decreases at request %lld (%lld -> %lld)", (long long)b,
-               (long long)p0, (long long)p1);
     if (p1 > p0 && (kv->last_page_len[b] < 1 || kv->last_page_len[b] > kv->page_size))
       KG__FAIL(KG_ERROR_INVALID_PROBLEM, "kv.last_page_len[%lld] = %d (allowed: 1 .. page_size %lld)", (long long)b,
                kv->last_page_len[b], (long long)kv->page_size);
@@ -235,12 +237,15 @@ typedef struct kg__attn_call {
 ** blocks on 396 slots took 306 us as 1 chunk of 2048 and 326 us as 3 of 704. */
 enum { KG__MIN_CHUNK = 256, KG__MAX_WAVE_SPLIT = 4, KG__CHUNK_COST = 256 };
 
+/* ceil(a / b) for a >= 0, b >= 1, without overflow. */
+static int64_t kg__cdiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
 /* Chunk size for cutting max_len tokens into about n chunks (a multiple of tile,
 ** at least KG__MIN_CHUNK). */
 static int64_t kg__chunk_for(int64_t max_len, int64_t n, int64_t tile) {
-  int64_t cs = (max_len + n - 1) / n;
+  int64_t cs = kg__cdiv(max_len, n);
   if (cs < KG__MIN_CHUNK) cs = KG__MIN_CHUNK;
-  return (cs + tile - 1) / tile * tile;
+  return kg__cdiv(cs, tile) * tile;
 }
 
 /* Estimated time of b blocks of chunks of c tokens on `slots` slots: waves times the
@@ -266,13 +271,13 @@ void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t
     cs = max_len;
     double best = kg__wave_cost((double)blocks, max_len, slots);
     for (int64_t n = 2; n <= KG__MAX_WAVE_SPLIT; n++) {
-      const int64_t c = kg__chunk_for(max_len, n, tile), nc = (max_len + c - 1) / c;
+      const int64_t c = kg__chunk_for(max_len, n, tile), nc = kg__cdiv(max_len, c);
       if (nc != n) continue;   /* chunks too short to make n of them */
       const double cost = kg__wave_cost((double)blocks * (double)n, c, slots);
       if (cost < best) { best = cost; cs = c; }
     }
   }
-  int64_t nc = (max_len + cs - 1) / cs;
+  int64_t nc = kg__cdiv(max_len, cs);
   if (nc <= 1) { nc = 1; cs = max_len; }
   *chunk = cs;
   *chunks = nc;
@@ -292,15 +297,15 @@ static int kg__sm_count(kg_backend b) {
 ** at least KG__MIN_CHUNK tokens and a multiple of the variant's tile. */
 static void kg__plan(const kg_variant *v, const kg__attn_key *k, kg_backend backend, kg_decode_plan_info *out) {
   const int64_t gt = v->tile_m > 0 ? v->tile_m : 16;
-  const int64_t groups = (k->group + gt - 1) / gt;
+  const int64_t groups = kg__cdiv(k->group, gt);
   const int64_t base = k->batch * k->num_kv_heads * groups;
   const int64_t L = k->max_len;
   int64_t cs, nc;
   memset(out, 0, sizeof *out);
   out->sm_count = kg__sm_count(backend);
   if (k->forced_chunk > 0 && L > 0) {
-    cs = k->forced_chunk;
-    nc = (L + cs - 1) / cs;
+    cs = k->forced_chunk < L ? k->forced_chunk : L;   /* any kv_chunk_size: chunk offsets stay inside int64 */
+    nc = kg__cdiv(L, cs);
   } else if (backend == KG_BACKEND_C || L <= 0) {
     cs = L > 0 ? L : 1;
     nc = 1;
@@ -316,7 +321,8 @@ static void kg__plan(const kg_variant *v, const kg__attn_key *k, kg_backend back
     /* part_o [batch][nc][Hq][D] then part_lse [batch][nc][Hq], each 16-byte aligned */
     const int64_t rows = kg__mad(kg__mad(k->batch, nc, 0), k->num_kv_heads * k->group, 0);
     const int64_t vals = rows < 0 ? -1 : kg__mad(rows, k->head_dim, 0);
-    if (rows < 0 || vals < 0 || kg__mad(vals + rows + 8, 4, 0) < 0) bytes = SIZE_MAX;
+    const int64_t all = vals < 0 ? -1 : kg__mad(1, vals, rows);   /* f32 values of both parts */
+    if (all < 0 || kg__mad(all, 1, 8) < 0 || kg__mad(all + 8, 4, 0) < 0) bytes = SIZE_MAX;
     else bytes = (size_t)((vals * 4 + 15) / 16 * 16 + (rows * 4 + 15) / 16 * 16);
   }
   out->workspace_bytes = bytes;

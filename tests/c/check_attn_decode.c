@@ -470,6 +470,25 @@ START_TEST(test_planner) {
   char why[4096];
   ck_assert_int_eq(kg_explain(KG_OP_DECODE_BATCH, &a, &ex, why, sizeof why), KG_ERROR_WORKSPACE_TOO_SMALL);
   ck_assert_msg(strstr(why, "workspace: 6240 bytes needed (3 chunks of 1000 tokens)") != NULL, "%s", why);
+  /* the largest hints plan without overflow: a forced chunk is at most max_kv_len tokens; the
+  ** output is that of the exact hint, bit for bit */
+  static float o2[2 * 4 * 64];
+  for (int i = 0; i < 2 * 4 * 64; i++) q[i] = (float)((i * 37) % 19 - 9) * 0.125f;
+  a.params.kv_chunk_size = 0;
+  ck_assert_int_eq(kg_decode_batch(&a, &ex), KG_SUCCESS);
+  memcpy(o2, o, sizeof o);
+  a.max_kv_len = 2147483647;
+  a.params.kv_chunk_size = INT64_MAX;
+  ck_assert_int_eq(kg_decode_plan(&a, &ex, &p), KG_SUCCESS);
+  ck_assert_msg(p.num_chunks == 1 && p.chunk_size == 2147483647 && p.workspace_bytes == 0,
+                "huge hints: %lld chunks of %lld, %zu bytes", (long long)p.num_chunks, (long long)p.chunk_size,
+                p.workspace_bytes);
+  memset(o, 0xff, sizeof o);
+  ck_assert_int_eq(kg_decode_batch(&a, &ex), KG_SUCCESS);
+  ck_assert_msg(memcmp(o, o2, sizeof o) == 0, "huge hints changed the output");
+  a.params.kv_chunk_size = 0;
+  ck_assert_int_eq(kg_decode_plan(&a, &ex, &p), KG_SUCCESS);
+  ck_assert_int_eq(p.num_chunks, 1);
   ar_cache_free(&kc);
 }
 END_TEST
@@ -539,6 +558,13 @@ START_TEST(test_decode_validation) {
   int32_t bad_ptr[3] = { 0, 3, 2 };
   b = a; b.kv.indptr = bad_ptr;
   ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  /* request 0's pages would run past indices[indptr[batch]]: refused from indptr alone (the
+  ** whole indptr is checked before any page id is read) */
+  int32_t far_ptr[3] = { 0, 40, 4 };
+  b = a; b.kv.indptr = far_ptr;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  ck_assert_int_eq(kg_explain(KG_OP_DECODE_BATCH, &b, &ex, why, sizeof why), KG_ERROR_INVALID_PROBLEM);
+  ck_assert_msg(strstr(why, "kv.indptr decreases at request 1 (40 -> 4)") != NULL, "%s", why);
   int32_t qp[2] = { 3, -1 };
   b = a; b.q_rope_pos = qp;
   ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
