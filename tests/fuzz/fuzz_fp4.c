@@ -1,5 +1,6 @@
 /* Argument fuzz of the FP4 entry points (kg_gemm_fp4, kg_dualgemm_fp4 with their size and
-** select queries, kg_fp4_quantize / kg_fp4_dequantize, kg_sf_swizzle / unswizzle / reswizzle)
+** select queries, kg_fp4_quantize / kg_fp4_dequantize, kg_sf_swizzle / unswizzle / reswizzle,
+** kg_sf_size / kg_sf_offset / the 6-D view)
 ** on the C backend, built with AddressSanitizer and UndefinedBehaviorSanitizer (make fuzz).
 ** Each call gets arguments drawn around a valid problem: small sizes, lds at, above and below
 ** their minimum, unknown enum values, NULL pointers, scale buffers of the wrong size, batch
@@ -291,17 +292,61 @@ static void fuzz_reswizzle(void) {
   free(a.dst);
 }
 
+/* Scale-buffer arithmetic with sizes and coordinates around the valid ones: kg_sf_size,
+** kg_sf_offset (every layout) and the 6-D view (kg_sf_view_128x4, kg_sf_view_index) must not
+** overflow (UBSan), an offset they give lies inside kg_sf_size, and the view's offset is the
+** 128x4 one. */
+static void fuzz_sf_index(void) {
+  const int64_t rows = maybe_evil(pick(1, 400), 8), kv = maybe_evil(pick(1, 40), 8), groups = maybe_evil(pick(1, 3), 8);
+  const kg_sf_layout lay = coin(5) ? (kg_sf_layout)pick(-2, 5) : LAYS[rnd() % 3];
+  char desc[200];
+  size_t bytes = 0;
+  const kg_status st = kg_sf_size(lay, rows, kv, groups, &bytes);
+  snprintf(desc, sizeof desc, "sf_index lay %d rows %lld kv %lld groups %lld", (int)lay, (long long)rows, (long long)kv,
+           (long long)groups);
+  report("sf_size", st, 0, desc);
+  kg_sf_view view;
+  const kg_status vs = kg_sf_view_128x4(rows, kv, groups, &view);
+  report("sf_view_128x4", vs, 0, desc);
+  size_t b128 = 0;
+  const int have128 = kg_sf_size(KG_SF_SWIZZLED_128X4, rows, kv, groups, &b128) == KG_SUCCESS;
+  for (int t = 0; t < 8; t++) {
+    const int64_t m = maybe_evil(pick(-2, rows > 0 && rows < 1000 ? rows + 2 : 500), 10);
+    const int64_t kb = maybe_evil(pick(-2, kv > 0 && kv < 100 ? kv + 2 : 50), 10);
+    const int64_t g = maybe_evil(pick(-1, groups > 0 && groups < 10 ? groups : 3), 10);
+    /* kg_sf_offset has no group count: it bounds m, kb and g >= 0, not g < groups */
+    const int64_t off = kg_sf_offset(lay, rows, kv, g, m, kb);
+    const int inside = m >= 0 && m < rows && kb >= 0 && kb < kv && g >= 0 && g < groups;
+    const int beyond_groups = m >= 0 && m < rows && kb >= 0 && kb < kv && g >= groups;
+    if (off >= 0 && !beyond_groups && (!inside || (st == KG_SUCCESS && (uint64_t)off >= bytes))) {
+      n_bad++;
+      printf("OFFSET OUTSIDE %s m %lld kb %lld g %lld: %lld of %zu bytes\n", desc, (long long)m, (long long)kb,
+             (long long)g, (long long)off, bytes);
+    }
+    if (vs == KG_SUCCESS) {
+      const int64_t vo = kg_sf_view_index(&view, m, kb, g);
+      const int64_t ro = kg_sf_offset(KG_SF_SWIZZLED_128X4, rows, kv, g, m, kb);
+      if (vo >= 0 && (!have128 || (uint64_t)vo >= b128 || (inside && vo != ro))) {
+        n_bad++;
+        printf("VIEW MISMATCH %s m %lld kb %lld g %lld: view %lld, offset %lld, %zu bytes\n", desc, (long long)m,
+               (long long)kb, (long long)g, (long long)vo, (long long)ro, b128);
+      }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   long iters = argc > 1 ? atol(argv[1]) : 20000;
   if (argc > 2) rs = strtoull(argv[2], NULL, 10) | 1;
   for (long i = 0; i < iters; i++) {
-    switch (rnd() % 7) {
+    switch (rnd() % 8) {
     case 0: fuzz_gemm(); break;
     case 1: fuzz_quant(0); break;
     case 2: fuzz_quant(1); break;
     case 3: fuzz_swizzle(0); break;
     case 4: fuzz_swizzle(1); break;
     case 5: fuzz_dual(); break;
+    case 6: fuzz_sf_index(); break;
     default: fuzz_reswizzle(); break;
     }
   }
