@@ -8,36 +8,8 @@
 ** (the cache, the tables, q, k, v, o, lse, states, the workspace) is allocated to exactly its
 ** documented extent. A call must return a known status; one that succeeds with an overflowing
 ** size is a finding. Usage: fuzz_attn [iterations [seed]]; exit 0 when nothing was found. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "kg.h"
+#include "fuzz_util.h"
 
-static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
-static int coin(int pct) { return (int)(rnd() % 100) < pct; }
-
-/* an "evil" int64: negative, zero, or overflow-sized */
-static int64_t evil(void) {
-  static const int64_t v[] = { -1, 0, INT64_MIN, INT64_MAX, (int64_t)1 << 62, -((int64_t)1 << 40), (int64_t)1 << 61 };
-  return v[rnd() % (sizeof v / sizeof v[0])];
-}
-static int64_t maybe_evil(int64_t v, int pct) { return coin(pct) ? evil() : v; }
-/* saturating a + b and a * b (the harness's own arithmetic on evil values) */
-static int64_t sadd(int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? (a > 0 ? INT64_MAX : INT64_MIN) : r; }
-static int64_t smul(int64_t a, int64_t b) { int64_t r; return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r; }
-
-/* a buffer of `bytes` random bytes; beyond 64 MB or negative (an overflowing extent): 64 bytes,
-** and *huge is set */
-static void *buf(int64_t bytes, int *huge) {
-  if (bytes < 0 || bytes > (64 << 20)) { *huge = 1; bytes = 64; }
-  if (bytes == 0) bytes = 1;
-  unsigned char *p = malloc((size_t)bytes);
-  for (int64_t i = 0; i < bytes; i++) p[i] = (unsigned char)rnd();
-  return p;
-}
 /* a buffer of n finite floats (softmax states, lse) */
 static float *fbuf(int64_t n, int *huge) {
   float *p = buf(n < 0 || n > (16 << 20) ? -1 : 4 * n, huge);
@@ -64,20 +36,6 @@ static int64_t span(int nd, const int64_t *dims, const int64_t *strides) {
   return e;
 }
 
-static long n_ok, n_err, n_bad;
-
-static void report(const char *what, kg_status st, int huge, const char *desc) {
-  if (st == KG_SUCCESS) {
-    n_ok++;
-    if (huge) { n_bad++; printf("ACCEPTED HUGE %s: %s\n", what, desc); }
-  } else n_err++;
-  if ((int)st < 0 || st > KG_ERROR_BACKEND || st == KG_ERROR_INTERNAL) {
-    n_bad++;
-    printf("UNKNOWN STATUS %d %s: %s\n", (int)st, what, desc);
-  }
-}
-
-static kg_exec cpu(void) { kg_exec e; memset(&e, 0, sizeof e); e.backend = KG_BACKEND_C; return e; }
 static kg_dtype half_type(void) { return coin(3) ? (kg_dtype)pick(-1, 4) : coin(50) ? KG_F16 : KG_BF16; }
 static int64_t head_dim(void) { static const int64_t d[] = { 64, 128, 256, 32, 96 }; return coin(3) ? pick(-2, 300) : d[rnd() % 3 + (coin(10) ? 2 : 0)]; }
 
@@ -179,7 +137,7 @@ static void fuzz_decode(void) {
            (long long)Hq, (long long)D, (int)a.kv.layout, (int)a.kv.dtype, (long long)a.kv.stride_page,
            (long long)a.q_stride_n, (long long)a.q_stride_h, (long long)a.o_stride_n, (long long)a.o_stride_h,
            (long long)a.params.kv_chunk_size, (long long)a.params.sliding_window);
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   size_t need = 0;
   kg_decode_plan_info plan;
   const char *nm;
@@ -231,7 +189,7 @@ static void fuzz_append(int decode) {
            decode ? "_decode" : "", (long long)a.kv.batch, (long long)a.nnz, (long long)a.kv.num_pages,
            (long long)a.kv.page_size, (long long)H, (long long)D, (int)a.kv.layout, (long long)a.kv.stride_page,
            (long long)a.k_stride_n, (long long)a.k_stride_h, (long long)a.v_stride_n, (long long)a.v_stride_h);
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   report(decode ? "paged_kv_append_decode" : "paged_kv_append",
          decode ? kg_paged_kv_append_decode(&a, &e) : kg_paged_kv_append(&a, &e), huge, desc);
   free((void *)a.k); free((void *)a.v); free(bi); free(pos);
@@ -264,7 +222,7 @@ static void fuzz_single(void) {
   snprintf(desc, sizeof desc, "single Hk %lld Hq %lld D %lld len %lld lay %d dt %d chunk %lld", (long long)a.num_kv_heads,
            (long long)a.num_qo_heads, (long long)a.head_dim, (long long)a.kv_len, (int)a.layout, (int)a.dtype,
            (long long)a.params.kv_chunk_size);
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   size_t need = 0;
   report("decode_single_workspace_size", kg_decode_single_workspace_size(&a, &e, &need), 0, desc);
   void *ws = need && need < (64u << 20) && !coin(5) ? malloc(need) : NULL;
@@ -279,7 +237,7 @@ static void fuzz_merge(void) {
   const int64_t n = maybe_evil(pick(0, 6), 3), H = maybe_evil(pick(1, 4), 3), D = maybe_evil(pick(1, 70), 3);
   const int ok = n >= 0 && n <= 6 && H >= 1 && H <= 4 && D >= 1 && D <= 70;
   const int empty = n == 0;   /* touches nothing: zero-size buffers whatever H and D are */
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   char desc[160];
   if (coin(50)) {   /* varlen: states indptr[r] .. indptr[r + 1] - 1 */
     kg_merge_states_varlen_args a;
@@ -370,24 +328,16 @@ static void fuzz_rope(void) {
   char desc[200];
   snprintf(desc, sizeof desc, "rope nnz %lld D %lld Hq %lld Hk %lld batch %lld inplace %d rot %lld", (long long)N, (long long)D,
            (long long)a.num_qo_heads, (long long)a.num_kv_heads, (long long)a.batch, inplace, (long long)a.rope.rotary_dim);
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   report("rope_apply", kg_rope_apply(&a, &e), huge, desc);
   free(q); free(k); free(qo); free(ko); free(pid); free(ip); free(off);
 }
 
+static void fuzz_append_ragged(void) { fuzz_append(0); }
+static void fuzz_append_decode(void) { fuzz_append(1); }
+
 int main(int argc, char **argv) {
-  long iters = argc > 1 ? atol(argv[1]) : 20000;
-  if (argc > 2) rs = strtoull(argv[2], NULL, 10) | 1;
-  for (long i = 0; i < iters; i++) {
-    switch (rnd() % 6) {
-    case 0: fuzz_decode(); break;
-    case 1: fuzz_append(0); break;
-    case 2: fuzz_append(1); break;
-    case 3: fuzz_single(); break;
-    case 4: fuzz_merge(); break;
-    default: fuzz_rope(); break;
-    }
-  }
-  printf("ok %ld, rejected %ld, findings %ld\n", n_ok, n_err, n_bad);
-  return n_bad != 0;
+  static void (*const steps[])(void) = { fuzz_decode, fuzz_append_ragged, fuzz_append_decode, fuzz_single, fuzz_merge,
+                                         fuzz_rope };
+  return fz_main(argc, argv, steps, (int)(sizeof steps / sizeof steps[0]));
 }

@@ -9,30 +9,7 @@
 ** or write outside the contract stops the run (ASan), as does undefined behaviour (UBSan).
 ** A call must return a known status; one that succeeds with an overflowing size is a finding.
 ** Usage: fuzz_fp4 [iterations [seed]]; exit 0 when nothing was found. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "kg.h"
-
-static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
-static int coin(int pct) { return (int)(rnd() % 100) < pct; }
-
-/* an "evil" int64: negative, zero, or overflow-sized */
-static int64_t evil(void) {
-  static const int64_t v[] = { -1, 0, INT64_MIN, INT64_MAX, (int64_t)1 << 62, -((int64_t)1 << 40), (int64_t)1 << 61 };
-  return v[rnd() % (sizeof v / sizeof v[0])];
-}
-
-static void *buf(int64_t bytes, int *huge) {
-  if (bytes < 0 || bytes > (64 << 20)) { *huge = 1; bytes = 64; }
-  if (bytes == 0) bytes = 1;
-  unsigned char *p = malloc((size_t)bytes);
-  for (int64_t i = 0; i < bytes; i++) p[i] = (unsigned char)rnd();
-  return p;
-}
+#include "fuzz_util.h"
 
 /* elements spanned by rows x cols with row stride ld (ld 0: one row); -1 on overflow */
 static int64_t span(int64_t rows, int64_t cols, int64_t ld) {
@@ -43,24 +20,10 @@ static int64_t span(int64_t rows, int64_t cols, int64_t ld) {
 }
 static int64_t times(int64_t e, int64_t s) { int64_t r; return e < 0 || __builtin_mul_overflow(e, s, &r) ? -1 : r; }
 
-static long n_ok, n_err, n_bad;
-
-static void report(const char *what, kg_status st, int huge, const char *desc) {
-  if (st == KG_SUCCESS) {
-    n_ok++;
-    if (huge) { n_bad++; printf("ACCEPTED HUGE %s: %s\n", what, desc); }
-  } else n_err++;
-  if ((int)st < 0 || st > KG_ERROR_BACKEND || st == KG_ERROR_INTERNAL) { n_bad++; printf("UNKNOWN STATUS %d %s: %s\n", (int)st, what, desc); }
-}
-
-static kg_exec cpu(void) { kg_exec e; memset(&e, 0, sizeof e); e.backend = KG_BACKEND_C; return e; }
-
 static const kg_fp4_format FMTS[] = { KG_FP4_NVFP4, KG_FP4_MXFP4 };
 static const kg_sf_layout LAYS[] = { KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, KG_SF_SWIZZLED_8X4 };
 
-static int64_t maybe_evil(int64_t v, int pct) { return coin(pct) ? evil() : v; }
-/* saturating a + b, ceil(k / 2) for any k (negative: k) */
-static int64_t sadd(int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? (a > 0 ? INT64_MAX : INT64_MIN) : r; }
+/* ceil(k / 2) for any k (negative: k) */
 static int64_t hup(int64_t k) { return k < 0 ? k : k / 2 + (k & 1); }
 
 static void fuzz_gemm(void) {
@@ -98,7 +61,7 @@ static void fuzz_gemm(void) {
   static const float neg[1] = { -1.0f };
   if (coin(30)) a.global_scale_b = coin(5) ? neg : gsv;
   if (coin(20)) a.global_scale_a = gsv;
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   if (coin(3)) e.backend = (kg_backend)pick(-1, 7);
   char desc[512];
   snprintf(desc, sizeof desc, "m %lld n %lld k %lld lda %lld ldb %lld ldc %lld ldd %lld fmt %d lay %d dt %d a_fp4 %d lay_a %d sfb %zu sfa %zu",
@@ -142,7 +105,7 @@ static void fuzz_quant(int dequant) {
   float gsv[3] = { 2.0f, 0.5f, 3.0f };
   if (coin(30)) a.global_scale = gsv;
   if (a.global_scale && a.batch > 3) a.global_scale = NULL;
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   char desc[512];
   snprintf(desc, sizeof desc, "%s batch %lld rows %lld k %lld ldx %lld ldq %lld bsx %lld bsq %lld fmt %d lay %d dt %d sfb %zu",
            dequant ? "dequant" : "quant", (long long)a.batch, (long long)a.rows, (long long)a.k, (long long)a.ldx,
@@ -166,7 +129,7 @@ static void fuzz_swizzle(int un) {
   a.src_bytes = un ? swz : lin; a.dst_bytes = un ? lin : swz;
   a.src = coin(2) ? NULL : buf((int64_t)a.src_bytes, &huge);
   a.dst = coin(2) ? NULL : buf((int64_t)a.dst_bytes, &huge);
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   char desc[256];
   snprintf(desc, sizeof desc, "%s lay %d rows %lld kv %lld groups %lld src %zu dst %zu", un ? "unswizzle" : "swizzle",
            (int)a.layout, (long long)a.rows, (long long)a.kv, (long long)a.groups, a.src_bytes, a.dst_bytes);
@@ -240,7 +203,7 @@ static void fuzz_dual(void) {
   if (coin(30)) a.global_scale_b0 = gsv;
   if (coin(30)) a.global_scale_b1 = gsv;
   if (coin(15)) a.global_scale_a = gsv;
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   char desc[640];
   snprintf(desc, sizeof desc, "dual mode %d bc %lld m %lld n %lld k %lld lda %lld ldb %lld/%lld ldc %lld/%lld ldd %lld/%lld/%lld "
            "bs a %lld b %lld/%lld c %lld/%lld d %lld/%lld/%lld fmt %d lay %d dt %d op %d st %d%d a_fp4 %d sf %zu/%zu/%zu",
@@ -283,7 +246,7 @@ static void fuzz_reswizzle(void) {
   if (coin(8)) db = (size_t)pick(0, 9000);
   a.dst_bytes = db; a.dst = coin(2) ? NULL : buf((int64_t)db, &huge);
   a.shards = coin(2) ? NULL : sh;
-  kg_exec e = cpu();
+  kg_exec e = fz_cpu();
   char desc[256];
   snprintf(desc, sizeof desc, "reswizzle lay %d kv %lld groups %lld nshards %d total %lld dst %zu", (int)a.layout,
            (long long)a.kv, (long long)a.groups, a.nshards, (long long)total, db);
@@ -319,7 +282,7 @@ static void fuzz_sf_index(void) {
     const int inside = m >= 0 && m < rows && kb >= 0 && kb < kv && g >= 0 && g < groups;
     const int beyond_groups = m >= 0 && m < rows && kb >= 0 && kb < kv && g >= groups;
     if (off >= 0 && !beyond_groups && (!inside || (st == KG_SUCCESS && (uint64_t)off >= bytes))) {
-      n_bad++;
+      fz_bad++;
       printf("OFFSET OUTSIDE %s m %lld kb %lld g %lld: %lld of %zu bytes\n", desc, (long long)m, (long long)kb,
              (long long)g, (long long)off, bytes);
     }
@@ -327,7 +290,7 @@ static void fuzz_sf_index(void) {
       const int64_t vo = kg_sf_view_index(&view, m, kb, g);
       const int64_t ro = kg_sf_offset(KG_SF_SWIZZLED_128X4, rows, kv, g, m, kb);
       if (vo >= 0 && (!have128 || (uint64_t)vo >= b128 || (inside && vo != ro))) {
-        n_bad++;
+        fz_bad++;
         printf("VIEW MISMATCH %s m %lld kb %lld g %lld: view %lld, offset %lld, %zu bytes\n", desc, (long long)m,
                (long long)kb, (long long)g, (long long)vo, (long long)ro, b128);
       }
@@ -335,21 +298,13 @@ static void fuzz_sf_index(void) {
   }
 }
 
+static void fuzz_quantize(void) { fuzz_quant(0); }
+static void fuzz_dequantize(void) { fuzz_quant(1); }
+static void fuzz_swz(void) { fuzz_swizzle(0); }
+static void fuzz_unswz(void) { fuzz_swizzle(1); }
+
 int main(int argc, char **argv) {
-  long iters = argc > 1 ? atol(argv[1]) : 20000;
-  if (argc > 2) rs = strtoull(argv[2], NULL, 10) | 1;
-  for (long i = 0; i < iters; i++) {
-    switch (rnd() % 8) {
-    case 0: fuzz_gemm(); break;
-    case 1: fuzz_quant(0); break;
-    case 2: fuzz_quant(1); break;
-    case 3: fuzz_swizzle(0); break;
-    case 4: fuzz_swizzle(1); break;
-    case 5: fuzz_dual(); break;
-    case 6: fuzz_sf_index(); break;
-    default: fuzz_reswizzle(); break;
-    }
-  }
-  printf("ok %ld, rejected %ld, findings %ld\n", n_ok, n_err, n_bad);
-  return n_bad != 0;
+  static void (*const steps[])(void) = { fuzz_gemm, fuzz_quantize, fuzz_dequantize, fuzz_swz, fuzz_unswz, fuzz_dual,
+                                         fuzz_sf_index, fuzz_reswizzle };
+  return fz_main(argc, argv, steps, (int)(sizeof steps / sizeof steps[0]));
 }

@@ -7,34 +7,7 @@
 ** allocated to exactly the documented extent (kg.h). A call must return a known status; one
 ** that succeeds with an overflowing size is a finding.
 ** Usage: fuzz_gemm [iterations [seed]]; exit 0 when nothing was found. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "kg.h"
-
-static uint64_t rs = 88172645463325252ull;
-static uint64_t rnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
-static int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
-static int coin(int pct) { return (int)(rnd() % 100) < pct; }
-
-/* an "evil" int64: negative, zero, or overflow-sized */
-static int64_t evil(void) {
-  static const int64_t v[] = { -1, 0, INT64_MIN, INT64_MAX, (int64_t)1 << 62, -((int64_t)1 << 40), (int64_t)1 << 61 };
-  return v[rnd() % (sizeof v / sizeof v[0])];
-}
-static int64_t maybe_evil(int64_t v, int pct) { return coin(pct) ? evil() : v; }
-static int64_t sadd(int64_t a, int64_t b) { int64_t r; return __builtin_add_overflow(a, b, &r) ? (a > 0 ? INT64_MAX : INT64_MIN) : r; }
-
-/* a buffer of `bytes` random bytes; beyond 64 MB or negative (an overflowing extent): 64 bytes,
-** and *huge is set */
-static void *buf(int64_t bytes, int *huge) {
-  if (bytes < 0 || bytes > (64 << 20)) { *huge = 1; bytes = 64; }
-  if (bytes == 0) bytes = 1;
-  unsigned char *p = malloc((size_t)bytes);
-  for (int64_t i = 0; i < bytes; i++) p[i] = (unsigned char)rnd();
-  return p;
-}
+#include "fuzz_util.h"
 
 /* elements spanned by a rows x cols matrix in `layout` with leading dimension ld (0: one
 ** row, or one column), then by `batches` of them bs apart (bs 0: shared); -1 on overflow */
@@ -50,19 +23,6 @@ static int64_t bytes_of(int64_t e, kg_dtype t) {
   int64_t r;
   const int64_t s = t == KG_F32 ? 4 : 2;
   return e < 0 || __builtin_mul_overflow(e, s, &r) ? -1 : r;
-}
-
-static long n_ok, n_err, n_bad;
-
-static void report(const char *what, kg_status st, int huge, const char *desc) {
-  if (st == KG_SUCCESS) {
-    n_ok++;
-    if (huge) { n_bad++; printf("ACCEPTED HUGE %s: %s\n", what, desc); }
-  } else n_err++;
-  if ((int)st < 0 || st > KG_ERROR_BACKEND || st == KG_ERROR_INTERNAL) {
-    n_bad++;
-    printf("UNKNOWN STATUS %d %s: %s\n", (int)st, what, desc);
-  }
 }
 
 static kg_dtype dtype(void) { return coin(3) ? (kg_dtype)pick(-2, 5) : (kg_dtype)pick(0, 2); }
@@ -205,12 +165,6 @@ static void fuzz_dual(void) {
 }
 
 int main(int argc, char **argv) {
-  long iters = argc > 1 ? atol(argv[1]) : 20000;
-  if (argc > 2) rs = strtoull(argv[2], NULL, 10) | 1;
-  for (long i = 0; i < iters; i++) {
-    if (rnd() % 2) fuzz_gemm();
-    else fuzz_dual();
-  }
-  printf("ok %ld, rejected %ld, findings %ld\n", n_ok, n_err, n_bad);
-  return n_bad != 0;
+  static void (*const steps[])(void) = { fuzz_gemm, fuzz_dual };
+  return fz_main(argc, argv, steps, 2);
 }
