@@ -162,7 +162,7 @@ SAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno
 san-lib:
 	$(MAKE) KG_CUDA=0 KG_HIP=0 B=build/san CFLAGS="$(SAN_CFLAGS)" build/san/libkg.a
 build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn: build/fuzz_%: tests/fuzz/fuzz_%.c san-lib
-	$(CC) $(KG_CFLAGS) $(SAN_CFLAGS) $< build/san/libkg.a -lm -lpthread -o $@
+	$(CC) $(KG_CFLAGS) $(SAN_CFLAGS) -Itests/c $< tests/c/test_util.c build/san/libkg.a $$(pkg-config --cflags --libs check) -lm -lpthread -o $@
 
 fuzz: build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn
 	build/fuzz_fp4 200000

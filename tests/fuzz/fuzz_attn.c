@@ -137,7 +137,7 @@ static void fuzz_decode(void) {
            (long long)Hq, (long long)D, (int)a.kv.layout, (int)a.kv.dtype, (long long)a.kv.stride_page,
            (long long)a.q_stride_n, (long long)a.q_stride_h, (long long)a.o_stride_n, (long long)a.o_stride_h,
            (long long)a.params.kv_chunk_size, (long long)a.params.sliding_window);
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   size_t need = 0;
   kg_decode_plan_info plan;
   const char *nm;
@@ -189,7 +189,7 @@ static void fuzz_append(int decode) {
            decode ? "_decode" : "", (long long)a.kv.batch, (long long)a.nnz, (long long)a.kv.num_pages,
            (long long)a.kv.page_size, (long long)H, (long long)D, (int)a.kv.layout, (long long)a.kv.stride_page,
            (long long)a.k_stride_n, (long long)a.k_stride_h, (long long)a.v_stride_n, (long long)a.v_stride_h);
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   report(decode ? "paged_kv_append_decode" : "paged_kv_append",
          decode ? kg_paged_kv_append_decode(&a, &e) : kg_paged_kv_append(&a, &e), huge, desc);
   free((void *)a.k); free((void *)a.v); free(bi); free(pos);
@@ -222,7 +222,7 @@ static void fuzz_single(void) {
   snprintf(desc, sizeof desc, "single Hk %lld Hq %lld D %lld len %lld lay %d dt %d chunk %lld", (long long)a.num_kv_heads,
            (long long)a.num_qo_heads, (long long)a.head_dim, (long long)a.kv_len, (int)a.layout, (int)a.dtype,
            (long long)a.params.kv_chunk_size);
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   size_t need = 0;
   report("decode_single_workspace_size", kg_decode_single_workspace_size(&a, &e, &need), 0, desc);
   void *ws = need && need < (64u << 20) && !coin(5) ? malloc(need) : NULL;
@@ -237,7 +237,7 @@ static void fuzz_merge(void) {
   const int64_t n = maybe_evil(pick(0, 6), 3), H = maybe_evil(pick(1, 4), 3), D = maybe_evil(pick(1, 70), 3);
   const int ok = n >= 0 && n <= 6 && H >= 1 && H <= 4 && D >= 1 && D <= 70;
   const int empty = n == 0;   /* touches nothing: zero-size buffers whatever H and D are */
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   char desc[160];
   if (coin(50)) {   /* varlen: states indptr[r] .. indptr[r + 1] - 1 */
     kg_merge_states_varlen_args a;
@@ -328,7 +328,7 @@ static void fuzz_rope(void) {
   char desc[200];
   snprintf(desc, sizeof desc, "rope nnz %lld D %lld Hq %lld Hk %lld batch %lld inplace %d rot %lld", (long long)N, (long long)D,
            (long long)a.num_qo_heads, (long long)a.num_kv_heads, (long long)a.batch, inplace, (long long)a.rope.rotary_dim);
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   report("rope_apply", kg_rope_apply(&a, &e), huge, desc);
   free(q); free(k); free(qo); free(ko); free(pid); free(ip); free(off);
 }

@@ -61,7 +61,7 @@ static void fuzz_gemm(void) {
   static const float neg[1] = { -1.0f };
   if (coin(30)) a.global_scale_b = coin(5) ? neg : gsv;
   if (coin(20)) a.global_scale_a = gsv;
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   if (coin(3)) e.backend = (kg_backend)pick(-1, 7);
   char desc[512];
   snprintf(desc, sizeof desc, "m %lld n %lld k %lld lda %lld ldb %lld ldc %lld ldd %lld fmt %d lay %d dt %d a_fp4 %d lay_a %d sfb %zu sfa %zu",
@@ -105,7 +105,7 @@ static void fuzz_quant(int dequant) {
   float gsv[3] = { 2.0f, 0.5f, 3.0f };
   if (coin(30)) a.global_scale = gsv;
   if (a.global_scale && a.batch > 3) a.global_scale = NULL;
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   char desc[512];
   snprintf(desc, sizeof desc, "%s batch %lld rows %lld k %lld ldx %lld ldq %lld bsx %lld bsq %lld fmt %d lay %d dt %d sfb %zu",
            dequant ? "dequant" : "quant", (long long)a.batch, (long long)a.rows, (long long)a.k, (long long)a.ldx,
@@ -129,7 +129,7 @@ static void fuzz_swizzle(int un) {
   a.src_bytes = un ? swz : lin; a.dst_bytes = un ? lin : swz;
   a.src = coin(2) ? NULL : buf((int64_t)a.src_bytes, &huge);
   a.dst = coin(2) ? NULL : buf((int64_t)a.dst_bytes, &huge);
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   char desc[256];
   snprintf(desc, sizeof desc, "%s lay %d rows %lld kv %lld groups %lld src %zu dst %zu", un ? "unswizzle" : "swizzle",
            (int)a.layout, (long long)a.rows, (long long)a.kv, (long long)a.groups, a.src_bytes, a.dst_bytes);
@@ -203,7 +203,7 @@ static void fuzz_dual(void) {
   if (coin(30)) a.global_scale_b0 = gsv;
   if (coin(30)) a.global_scale_b1 = gsv;
   if (coin(15)) a.global_scale_a = gsv;
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   char desc[640];
   snprintf(desc, sizeof desc, "dual mode %d bc %lld m %lld n %lld k %lld lda %lld ldb %lld/%lld ldc %lld/%lld ldd %lld/%lld/%lld "
            "bs a %lld b %lld/%lld c %lld/%lld d %lld/%lld/%lld fmt %d lay %d dt %d op %d st %d%d a_fp4 %d sf %zu/%zu/%zu",
@@ -246,7 +246,7 @@ static void fuzz_reswizzle(void) {
   if (coin(8)) db = (size_t)pick(0, 9000);
   a.dst_bytes = db; a.dst = coin(2) ? NULL : buf((int64_t)db, &huge);
   a.shards = coin(2) ? NULL : sh;
-  kg_exec e = fz_cpu();
+  kg_exec e = tu_exec_c();
   char desc[256];
   snprintf(desc, sizeof desc, "reswizzle lay %d kv %lld groups %lld nshards %d total %lld dst %zu", (int)a.layout,
            (long long)a.kv, (long long)a.groups, a.nshards, (long long)total, db);

@@ -1,7 +1,8 @@
-/* Shared pieces of the argument fuzzers (tests/fuzz/fuzz_*.c, make fuzz): a seeded xorshift
-** generator, "evil" int64 values (negative, zero, overflow-sized), saturating arithmetic for
-** the harness's own sizes, buffers of exactly a given size (a size past 64 MB or negative, an
-** overflowing extent, marks the call "huge"), the verdict on each call, and the main loop. */
+/* Shared pieces of the argument fuzzers (tests/fuzz/fuzz_*.c, make fuzz), on the Check suites'
+** generator and C exec (tests/c/test_util.h): "evil" int64 values (negative, zero,
+** overflow-sized), saturating arithmetic for the harness's own sizes, buffers of exactly a given
+** size (a size past 64 MB or negative, an overflowing extent, marks the call "huge"), the
+** verdict on each call, and the main loop. */
 #ifndef FUZZ_UTIL_H
 #define FUZZ_UTIL_H
 
@@ -10,11 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kg.h"
+#include "test_util.h"
 
-static uint64_t fz_state = 88172645463325252ull;
+static tu_rng fz_rng = { 88172645463325252ull };
 static long fz_ok, fz_err, fz_bad;   /* calls that succeeded, were refused; findings */
 
-static inline uint64_t rnd(void) { fz_state ^= fz_state << 13; fz_state ^= fz_state >> 7; fz_state ^= fz_state << 17; return fz_state; }
+static inline uint64_t rnd(void) { return tu_rng_next(&fz_rng); }
 static inline int64_t pick(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)); }
 static inline int coin(int pct) { return (int)(rnd() % 100) < pct; }
 
@@ -56,13 +58,11 @@ static inline void report(const char *what, kg_status st, int huge, const char *
   }
 }
 
-static inline kg_exec fz_cpu(void) { kg_exec e; memset(&e, 0, sizeof e); e.backend = KG_BACKEND_C; return e; }
-
 /* main of a fuzzer: argv[1] iterations (default 20000), argv[2] seed; each iteration runs one
 ** of the n steps at random. Exit 0 when nothing was found. */
 static inline int fz_main(int argc, char **argv, void (*const *steps)(void), int n) {
   const long iters = argc > 1 ? atol(argv[1]) : 20000;
-  if (argc > 2) fz_state = strtoull(argv[2], NULL, 10) | 1;
+  if (argc > 2) tu_rng_seed(&fz_rng, strtoull(argv[2], NULL, 10));
   for (long i = 0; i < iters; i++) steps[rnd() % (uint64_t)n]();
   printf("ok %ld, rejected %ld, findings %ld\n", fz_ok, fz_err, fz_bad);
   return fz_bad != 0;
