@@ -322,7 +322,7 @@ static void kg__plan(const kg_variant *v, const kg__attn_key *k, kg_backend back
     const int64_t rows = kg__mad(kg__mad(k->batch, nc, 0), k->num_kv_heads * k->group, 0);
     const int64_t vals = rows < 0 ? -1 : kg__mad(rows, k->head_dim, 0);
     const int64_t all = vals < 0 ? -1 : kg__mad(1, vals, rows);   /* f32 values of both parts */
-    if (all < 0 || kg__mad(all, 1, 8) < 0 || kg__mad(all + 8, 4, 0) < 0) bytes = SIZE_MAX;
+    if (all < 0 || kg__mad(all, 4, 32) < 0) bytes = SIZE_MAX;      /* with two 16-byte roundings */
     else bytes = (size_t)((vals * 4 + 15) / 16 * 16 + (rows * 4 + 15) / 16 * 16);
   }
   out->workspace_bytes = bytes;
