@@ -24,10 +24,10 @@
 ** fragment registers (a0, a1) and (a2, a3); A's elements are paired the same way
 ** (one byte permute per B register). Weights are dequantized in registers to exact
 ** bf16: code -> e2m1 * 2^-126 by a mask, a multiply and a mask, then bf16x2 products with the scale
-** (2^(sf - 1) when every scale byte of the warp's chunk is at most 128
-** (scales up to 2: the common case); otherwise first * 2^126 (exact e2m1), then
-** * 2^(sf - 127): the full UE8M0 range, 0xff NaN; products beyond the bf16 (= f32)
-** range are Inf, as in f32).
+** (2^(sf - 1) when every scale byte of the warp's chunk (warpgroup form: of the
+** block's whole chunks) is at most 128 (scales up to 2: the common case); otherwise first
+** * 2^126 (exact e2m1), then * 2^(sf - 127): the full UE8M0 range, 0xff NaN; products beyond
+** the bf16 (= f32) range are Inf, as in f32).
 ** Each warp keeps a ring of 2 chunks of weight loads in registers: a slot is
 ** reloaded with chunk c + 2 as soon as chunk c is multiplied. Whole chunks load
 ** without checks; the last chunk, when k is not a multiple of 128, loads element
@@ -163,6 +163,7 @@ typedef struct fp4s_params {
   int per;                                         /* 128-wide K chunks per owner: ceil(chunks / ksplit) */
   int slices;                                      /* slices of A (16 rows; WG: 8 MT): grid x = tiles * slices */
   int pdl;                                         /* launched with KG_EXEC_PDL */
+  int sf4;                                         /* kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32 */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -305,6 +306,8 @@ static __device__ __forceinline__ uint4 fp4s_lda(const void *p) { return *reinte
 ** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
 ** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). */
 template <int RT> struct fp4s_chunk { uint4 w[NB][2 * RT]; uint32_t s[NB][2 * RT]; };
+/* A compile-time FAST argument of _chunk, passed to the K loop as a value. */
+template <int V> struct fp4s_mode { static constexpr int value = V; };
 
 /* B fragments of one chunk for one 8-row tile of A, from the lane's 32 k of its A row
 ** (av[q]: elements 8q .. 8q + 7): MMA s = 2q + h pairs elements (2h, 2h + 4) and
@@ -323,18 +326,19 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 ** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag); WG: the
 ** warpgroup's MMAs on the chunk of A staged at descriptor db (RT = 1; b unused), committed as
 ** one group. */
-template <int MT, int RT, int WG>
+template <int MT, int RT, int WG, int FAST>
 static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
                                                    const uint32_t (&b)[2][8][2], uint64_t db) {
   static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8 || MT == 16)), "a warp of a warpgroup takes one 16-row weight tile; MT 4, 8 or 16");
   uint32_t mul[NB][2 * RT][1];
-  /* one multiply per weight pair unless a scale of the warp's chunk exceeds 2 */
+  /* one multiply per weight pair unless a scale exceeds 2: FAST 1 (the caller knows every scale
+  ** byte is at most 128), 0 (the caller knows one is not), -1 (the warp's chunk decides) */
   uint32_t big = 0u;
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
     for (int r = 0; r < 2 * RT; r++) big |= c.s[i][r] > 128u;
-  const bool fast = !__any_sync(0xffffffffu, big);
+  const bool fast = FAST >= 0 ? FAST == 1 : !__any_sync(0xffffffffu, big);
 #pragma unroll
   for (int i = 0; i < NB; i++)
 #pragma unroll
@@ -519,6 +523,44 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
 #pragma unroll
   for (int j = 0; j < PR; j++)
     if (j < live) FP4S_LOAD(ring[j], j);
+  /* MXFP4, warpgroup form: the whole chunks take the one-multiply path (FAST 1) when every
+  ** scale byte of the block's whole chunks is at most 128, else the two-multiply one (FAST 0).
+  ** The block decides together (a warpgroup's MMAs need one path), before the K loop: a choice
+  ** per chunk inside it measured slower than either path alone (selects, or a branch per chunk).
+  ** H200, K = 4096, N = 14336, us, this / a vote per chunk / the one-multiply path alone:
+  ** m = 40 34.3 / 39.4 / 31.7; m = 256 89.0 / 94.6 / 88.4. The mma.sync kernels (m <= 16) keep
+  ** the vote per chunk (FAST -1): there the check's loads cost more than the vote (m = 1,
+  ** K = 14336: 15.5 against 14.3). */
+  bool fast = false;
+  if constexpr (WG) {
+    /* p.sf4: lane tl reads the 4-byte words (the quad's 4 bytes) of chunks tl, tl + 4, ..;
+    ** else its own byte of every chunk. U chunks' loads in flight per round. A byte above 128
+    ** has bit 7 and one of bits 0..6 set. */
+    constexpr int U = 16 / (2 * RT * NB) > 1 ? 16 / (2 * RT * NB) : 1;
+    const int step = p.sf4 ? 4 : 1;
+    uint32_t big = 0u;
+#pragma unroll 1
+    for (int ch = p.sf4 ? tl : 0; ch < live; ch += U * step) {
+      uint32_t sw[U][NB][2 * RT];
+#pragma unroll
+      for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int i = 0; i < NB; i++)
+#pragma unroll
+          for (int r = 0; r < 2 * RT; r++) {
+            const uint8_t *s_ = (sfrow[i][SF1 ? 0 : r] + (SF1 ? (r) * 128 : 0)) + (int64_t)(ch + u * step) * 4;
+            sw[u][i][r] = ch + u * step >= live ? 0u : p.sf4 ? *reinterpret_cast<const uint32_t *>(s_ - tl) : (uint32_t)*s_;
+          }
+#pragma unroll
+      for (int u = 0; u < U; u++)
+#pragma unroll
+        for (int i = 0; i < NB; i++)
+#pragma unroll
+          for (int r = 0; r < 2 * RT; r++) big |= sw[u][i][r] & ((sw[u][i][r] & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+    }
+    const int fast_lane = !__syncthreads_or(big);
+    fast = __shfl_sync(0xffffffffu, fast_lane, 0);   /* uniform, as ptxas sees it (see live) */
+  }
   /* With PDL the kernel ahead may still run until here: only the weights and their scales
   ** (which it must not write) have been read. A, C, the global scales and D come after.
   ** (The branch also keeps the compiler from moving the ring's loads below the wait.) */
@@ -536,58 +578,65 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
     }
   }
   int c = 0;   /* chunks the pointers have moved */
-  for (; c < live; c += PR) {
+  /* the K loop over the whole chunks; FAST as for _chunk */
+  auto k_loop = [&](auto mode) {
+    constexpr int FAST = decltype(mode)::value;
+    for (; c < live; c += PR) {
 #pragma unroll
-    for (int j = 0; j < PR; j++) {
-      if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
-      uint32_t b[2][8][2];
-      if constexpr (WG) {
+      for (int j = 0; j < PR; j++) {
+        if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
+        uint32_t b[2][8][2];
+        if constexpr (WG) {
 #pragma unroll
-        for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
-        kg_wg_smem_fence();
-        if (c + j + 1 < live) {
+          for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
+          kg_wg_smem_fence();
+          if (c + j + 1 < live) {
 #pragma unroll
-          for (int u = 0; u < SU; u++) {
-            sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
-            sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
+            for (int u = 0; u < SU; u++) {
+              sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
+              sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
+            }
           }
-        }
-        asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
-        kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, ring[j], b, wdesc + (uint64_t)((sb * SB) >> 4));
-        if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-        kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
-        sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
-      } else {
+          asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
+          kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG, FAST>(acc, ring[j], b, wdesc + (uint64_t)((sb * SB) >> 4));
+          if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+          kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
+          sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
+        } else {
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          uint4 av[4];
+          for (int mt = 0; mt < MT; mt++) {
+            uint4 av[4];
 #pragma unroll
-          for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
-          fp4s_bfrag(b[mt], av);
+            for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
+            fp4s_bfrag(b[mt], av);
+          }
+          kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG, FAST>(acc, ring[j], b, 0);
+          if constexpr (MT == 1) {
+            /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
+            ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
+            if (j & 1) {
+              if (c + j - 1 + PR < live) FP4S_LOAD(ring[j - 1], j - 1 + PR);
+              if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+            } else if (j == PR - 1 && c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+          } else if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
         }
-        kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, ring[j], b, 0);
-        if constexpr (MT == 1) {
-          /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
-          ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
-          if (j & 1) {
-            if (c + j - 1 + PR < live) FP4S_LOAD(ring[j - 1], j - 1 + PR);
-            if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-          } else if (j == PR - 1 && c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-        } else if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
       }
+#pragma unroll
+      for (int i = 0; i < NB; i++) {
+#pragma unroll
+        for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 4;
+#pragma unroll
+        for (int r = 0; r < 2 * RT; r++) wrow[i][r] += PR * (KC / 2);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
+#pragma unroll
+      for (int u = 0; u < SU; u++) aptr[u] += PR * KC;
     }
-#pragma unroll
-    for (int i = 0; i < NB; i++) {
-#pragma unroll
-      for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 4;
-#pragma unroll
-      for (int r = 0; r < 2 * RT; r++) wrow[i][r] += PR * (KC / 2);
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
-#pragma unroll
-    for (int u = 0; u < SU; u++) aptr[u] += PR * KC;
-  }
+  };
+  if constexpr (!WG) k_loop(fp4s_mode<-1>{});
+  else if (fast) k_loop(fp4s_mode<1>{});
+  else k_loop(fp4s_mode<0>{});
 #undef FP4S_LOAD
   if (c_beg <= whole && whole < c_end) {
     /* the last chunk (whole), cut by k (k is even: whole bytes): element by element, zeros
@@ -623,7 +672,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
       }
       kg_wg_smem_fence();
       asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");
-      kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, wdesc + (uint64_t)((sb * SB) >> 4));
+      kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG, -1>(acc, t, b, wdesc + (uint64_t)((sb * SB) >> 4));
       kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
     } else {
 #pragma unroll
@@ -639,7 +688,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
         for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
         fp4s_bfrag(b[mt], av);
       }
-      kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, 0);
+      kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_chunk<MT, RT, WG, -1>(acc, t, b, 0);
     }
   }
   if constexpr (WG) kg_wg_wait<0>();
@@ -713,6 +762,15 @@ static int64_t kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(const kg_gemm_
   return 1;
 }
 
+/* 1 when the 4 scale bytes of every row and chunk (blocks 4c .. 4c + 3) sit at a 4-byte aligned
+** address: aligned scale pointers, and kv a multiple of 4 for the linear layout (its rows start
+** kv bytes apart). */
+static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32(const kg_gemm_fp4_args *args) {
+  int aligned = (args->k + 31) / 32 % 4 == 0;
+  aligned = aligned && (uintptr_t)args->sf_b % 4u == 0;
+  return aligned;
+}
+
 /* The kernels' parameters from args (ksplit, per, slices: set by the launcher); *batches: grid y. */
 static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(const kg_gemm_fp4_args *args, int64_t *batches_out) {
   fp4s_params p;
@@ -730,6 +788,7 @@ static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(const kg_ge
   p.ksplit = 1;
   p.per = 0;
   p.pdl = 0;
+  p.sf4 = kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32(args);
   p.slices = 0;   /* set by the launcher (fp4s_slice_rows) */
   *batches_out = batches;
   return p;

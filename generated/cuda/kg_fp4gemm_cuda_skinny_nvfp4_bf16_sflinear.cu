@@ -302,6 +302,8 @@ static __device__ __forceinline__ uint4 fp4s_lda(const void *p) { return *reinte
 ** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
 ** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). */
 template <int RT> struct fp4s_chunk { uint4 w[NB][2 * RT]; uint32_t s[NB][2 * RT]; };
+/* A compile-time FAST argument of _chunk, passed to the K loop as a value. */
+template <int V> struct fp4s_mode { static constexpr int value = V; };
 
 /* B fragments of one chunk for one 8-row tile of A, from the lane's 32 k of its A row
 ** (av[q]: elements 8q .. 8q + 7): MMA s = 2q + h pairs elements (2h, 2h + 4) and
@@ -320,7 +322,7 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 ** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag); WG: the
 ** warpgroup's MMAs on the chunk of A staged at descriptor db (RT = 1; b unused), committed as
 ** one group. */
-template <int MT, int RT, int WG>
+template <int MT, int RT, int WG, int FAST>
 static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
                                                    const uint32_t (&b)[2][8][2], const uint32_t *sfmul, uint64_t db) {
   static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8 || MT == 16)), "a warp of a warpgroup takes one 16-row weight tile; MT 4, 8 or 16");
@@ -532,58 +534,63 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
     }
   }
   int c = 0;   /* chunks the pointers have moved */
-  for (; c < live; c += PR) {
+  /* the K loop over the whole chunks; FAST as for _chunk */
+  auto k_loop = [&](auto mode) {
+    constexpr int FAST = decltype(mode)::value;
+    for (; c < live; c += PR) {
 #pragma unroll
-    for (int j = 0; j < PR; j++) {
-      if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
-      uint32_t b[2][8][2];
-      if constexpr (WG) {
+      for (int j = 0; j < PR; j++) {
+        if (c + j >= live) break;   /* the same for the whole warp (WG: warpgroup) */
+        uint32_t b[2][8][2];
+        if constexpr (WG) {
 #pragma unroll
-        for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
-        kg_wg_smem_fence();
-        if (c + j + 1 < live) {
+          for (int u = 0; u < SU; u++) fp4s_stage<MT>(wbuf + sb * SB, an + SR * u, aq, atp, sav[u]);
+          kg_wg_smem_fence();
+          if (c + j + 1 < live) {
 #pragma unroll
-          for (int u = 0; u < SU; u++) {
-            sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
-            sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
+            for (int u = 0; u < SU; u++) {
+              sav[u][0] = fp4s_lda(aptr[u] + (j + 1) * KC);
+              sav[u][1] = fp4s_lda(aptr[u] + (j + 1) * KC + 32);
+            }
           }
-        }
-        asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
-        kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, ring[j], b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
-        if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-        kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
-        sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
-      } else {
+          asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
+          kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG, FAST>(acc, ring[j], b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
+          if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+          kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
+          sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
+        } else {
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++) {
-          uint4 av[4];
+          for (int mt = 0; mt < MT; mt++) {
+            uint4 av[4];
 #pragma unroll
-          for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
-          fp4s_bfrag(b[mt], av);
+            for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
+            fp4s_bfrag(b[mt], av);
+          }
+          kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG, FAST>(acc, ring[j], b, sfmul, 0);
+          if constexpr (MT == 1) {
+            /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
+            ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
+            if (j & 1) {
+              if (c + j - 1 + PR < live) FP4S_LOAD(ring[j - 1], j - 1 + PR);
+              if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+            } else if (j == PR - 1 && c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
+          } else if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
         }
-        kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, ring[j], b, sfmul, 0);
-        if constexpr (MT == 1) {
-          /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
-          ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
-          if (j & 1) {
-            if (c + j - 1 + PR < live) FP4S_LOAD(ring[j - 1], j - 1 + PR);
-            if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-          } else if (j == PR - 1 && c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
-        } else if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
       }
+#pragma unroll
+      for (int i = 0; i < NB; i++) {
+#pragma unroll
+        for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 8;
+#pragma unroll
+        for (int r = 0; r < 2 * RT; r++) wrow[i][r] += PR * (KC / 2);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
+#pragma unroll
+      for (int u = 0; u < SU; u++) aptr[u] += PR * KC;
     }
-#pragma unroll
-    for (int i = 0; i < NB; i++) {
-#pragma unroll
-      for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 8;
-#pragma unroll
-      for (int r = 0; r < 2 * RT; r++) wrow[i][r] += PR * (KC / 2);
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT; mt++) arow[mt] += PR * KC;
-#pragma unroll
-    for (int u = 0; u < SU; u++) aptr[u] += PR * KC;
-  }
+  };
+  k_loop(fp4s_mode<1>{});
 #undef FP4S_LOAD
   if (c_beg <= whole && whole < c_end) {
     /* the last chunk (whole), cut by k (k is even: whole bytes): element by element, zeros
@@ -619,7 +626,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
       }
       kg_wg_smem_fence();
       asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");
-      kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
+      kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG, 1>(acc, t, b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
       kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
     } else {
 #pragma unroll
@@ -635,7 +642,7 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4gemm_cuda_skin
         for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
         fp4s_bfrag(b[mt], av);
       }
-      kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG>(acc, t, b, sfmul, 0);
+      kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_chunk<MT, RT, WG, 1>(acc, t, b, sfmul, 0);
     }
   }
   if constexpr (WG) kg_wg_wait<0>();
@@ -708,6 +715,7 @@ static int64_t kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_batches(const kg_gemm_
   (void)args;
   return 1;
 }
+
 
 /* The kernels' parameters from args (ksplit, per, slices: set by the launcher); *batches: grid y. */
 static fp4s_params kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_params(const kg_gemm_fp4_args *args, int64_t *batches_out) {

@@ -14,7 +14,8 @@
 ** fp4.md's formulas; the scale group of batch z is z when the operand's batch stride is non-zero,
 ** else 0; NVFP4 values divided by the group's global scale), f16 / bf16 decoded here, sums in
 ** double: x_i = alpha_i * A.W_i^T + beta_i * C_i; D0, D1 = x0, x1 rounded to the output type;
-** D2 = op(D0, D1) (swiglu x sigmoid(x) y; geglu tanh form; mul x y).
+** D2 = op(D0, D1) (swiglu x sigmoid(x) y; geglu tanh form; mul x y). MXFP4 scales 118 .. 126, and
+** in every other case (by its shape) one weight scale byte above 128 (the two-multiply path).
 ** Tolerances: D0 / D1 within 2u|x| + (k + 4) 2^-23 |alpha| sum |a w| + 2^-22 |beta c| (u the
 ** output type's unit roundoff) + the type's subnormal spacing; D2 within the propagated error of D0 / D1 (|op'| <= 1.2) plus
 ** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
@@ -247,7 +248,9 @@ static void make_fop(fop *o, const dvar *v, int64_t rows, int64_t ld, int64_t ba
   for (int g = 0; g < 8; g++) o->gs[g] = o->with_gs ? 2688.0f / (base + 0.75f * (float)g) : 1.0f;
 }
 
-static void fill_sf(fop *o, const dvar *v, int layout, int64_t k) {
+/* big (MXFP4): one scale byte, at a random row and block, above 128 (2^2 .. 2^4): the skinny
+** kernels' two-multiply path for the blocks that meet it, the one-multiply path elsewhere. */
+static void fill_sf(fop *o, const dvar *v, int layout, int64_t k, int big) {
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
   o->sfn = ref_sf_bytes(layout, o->rows, kv, o->groups);
   o->sf = xmalloc(o->sfn);
@@ -256,6 +259,9 @@ static void fill_sf(fop *o, const dvar *v, int layout, int64_t k) {
     for (int64_t r = 0; r < o->rows; r++)
       for (int64_t kb = 0; kb < kv; kb++)
         o->sf[ref_sf_off(layout, o->rows, kv, g, r, kb)] = (uint8_t)rint_in(sf_lo(v->format, o->with_gs), sf_hi(v->format, o->with_gs));
+  if (big && v->format == KG_FP4_MXFP4)
+    o->sf[ref_sf_off(layout, o->rows, kv, (int64_t)(rnd() % (uint64_t)o->groups), (int64_t)(rnd() % (uint64_t)o->rows),
+                     (int64_t)(rnd() % (uint64_t)kv))] = (uint8_t)rint_in(129, 131);
 }
 
 static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_t z, int64_t r, int64_t kk) {
@@ -288,7 +294,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   const int64_t ga = (c->shared & SH_A) ? 1 : batch;
   if (v->a_fp4) {
     make_fop(&fa, v, m, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_A), c->with_gs, 3.5f);
-    fill_sf(&fa, v, v->layout_a, k);
+    fill_sf(&fa, v, v->layout_a, k, 0);
   } else {
     a.lda = (k + 8 + 7) / 8 * 8;
     a.batch_stride_a = (c->shared & SH_A) ? 0 : m * a.lda + 8;
@@ -300,8 +306,10 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   fop w[2];
   make_fop(&w[0], v, n, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_B0), c->with_gs, 5.5f);
   make_fop(&w[1], v, n, (k / 2 + 15) / 16 * 16, batch, !!(c->shared & SH_B1), c->with_gs, 2.25f);
-  fill_sf(&w[0], v, v->layout, k);
-  fill_sf(&w[1], v, v->layout, k);
+  /* every other case (by its shape) puts one MXFP4 scale above 128 into one of the weights */
+  const int big = (int)((m + n + k) % 2), big_w = (int)(rnd() % 2);
+  fill_sf(&w[0], v, v->layout, k, big && big_w == 0);
+  fill_sf(&w[1], v, v->layout, k, big && big_w == 1);
   /* C0, C1 */
   const int cm[2] = { c->c0, c->c1 };
   uint16_t *C[2] = { NULL, NULL };
@@ -744,7 +752,7 @@ static int run_pdl_chain(const dvar *v, int64_t m, double *worst) {
     const int64_t n = q ? k1 : n1, k = q ? n1 : k1;
     for (int b = 0; b < 2; b++) {
       make_fop(&w[q][b], v, n, k / 2 + 16, 1, 1, 1, b ? 1.25f : 1.0f);   /* NVFP4: |w| <= 6 * 448 / 2688 */
-      fill_sf(&w[q][b], v, v->layout, k);
+      fill_sf(&w[q][b], v, v->layout, k, 0);
     }
   }
   const size_t a1n = (size_t)(m * k1) * 2, d1n = (size_t)(m * n1) * 2;

@@ -31,7 +31,8 @@
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
 ** blocks of two would leave SMs idle, two at m 3 n 4300, m 1 and 9 n 14336, m 40 n 2200), lda/ldb/ldd
 ** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
-** scale; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
+** scale; MXFP4 scales (by the case's shape) above 128 in nearly every chunk, in none, or in one
+** block; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
 ** poisoned (0xAB bytes, guards before and after) and every byte is checked: the gaps and guards
 ** must be untouched. Statuses: m above the limit of a warp (16) or skinny (512) kernel ->
 ** KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the limit), a misaligned lda ->
@@ -150,9 +151,15 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
   size_t sfn = ref_sf_bytes(v->layout, n, kv, 1);
   uint8_t *S = xmalloc(sfn);
   memset(S, 0xff, sfn);
+  /* MXFP4, by the case's shape: scales 118 .. 134 (above 128 in nearly every chunk), 118 .. 128
+  ** (none above 128), or 118 .. 128 and one byte above 128 (the skinny kernels' two-multiply path
+  ** where it is met, the one-multiply path elsewhere) */
+  const int mx_mode = (int)((m + n + k) % 3), mx_span = mx_mode == 0 ? 17 : 11;
   for (int64_t r = 0; r < n; r++)
     for (int64_t kb = 0; kb < kv; kb++)
-      S[ref_sf_off(v->layout, 0, kv, 0, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x08 + rnd() % 0x68) : (uint8_t)(118 + rnd() % 17);
+      S[ref_sf_off(v->layout, 0, kv, 0, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x08 + rnd() % 0x68) : (uint8_t)(118 + rnd() % mx_span);
+  if (v->format == KG_FP4_MXFP4 && mx_mode == 2)
+    S[ref_sf_off(v->layout, 0, kv, 0, (int64_t)(rnd() % (uint64_t)n), (int64_t)(rnd() % (uint64_t)kv))] = (uint8_t)(129 + rnd() % 6);
   int64_t cn = c->with_c ? (c->bias ? n : m * ldc) : 0;
   uint16_t *C = xmalloc((size_t)(cn ? cn : 1) * 2);
   for (int64_t i = 0; i < cn; i++) C[i] = to16(uni() * 2.0 - 1.0, v->bf);
