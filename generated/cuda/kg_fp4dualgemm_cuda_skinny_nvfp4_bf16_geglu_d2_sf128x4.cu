@@ -403,7 +403,7 @@ static __device__ __forceinline__ void fp4s_stage(unsigned char *buf, int n, int
 }
 
 /* MT: 8-row tiles of A (1: m <= 8; 2: m <= 16), RT: 16-row weight tiles per warp,
-** PR: ring slots, SF16: scale pairs in one 2-byte load (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf16), WG: warpgroup form
+** PR: ring slots, SF16: scale pairs in one 2-byte load (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf_aligned), WG: warpgroup form
 ** (RT = 1; p.ksplit groups of WG warpgroups per block, each group a K range; warp w % (4 WG) of
 ** a group takes weight rows 16 (w % (4 WG)) .. of the block's WG x WG_ROWS; the group's chunk
 ** of A is staged in shared memory, read by wgmma as B: WG = 2 shares it between two warpgroups,
@@ -712,6 +712,15 @@ static int64_t kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_batches(co
   return args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
 }
 
+/* 1 when every lane's 2 scale bytes (blocks kb, kb + 1, kb even) sit at an address
+** aligned to 2: aligned scale pointers, and kv a multiple of 2 for the linear layout (its rows start
+** kv bytes apart). */
+static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf_aligned(const kg_dualgemm_fp4_args *args) {
+  int aligned = 1;
+  aligned = aligned && (uintptr_t)args->sf_b0 % 2u == 0;
+  aligned = aligned && (uintptr_t)args->sf_b1 % 2u == 0;
+  return aligned;
+}
 
 /* The kernels' parameters from args (ksplit, per, slices: set by the launcher); *batches: grid y. */
 static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_params(const kg_dualgemm_fp4_args *args, int64_t *batches_out) {
@@ -741,16 +750,7 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_params
   return p;
 }
 
-/* 1 when every lane's two scale bytes (blocks kb, kb + 1, kb even) sit at an even address:
-** even scale pointers, and even kv for the linear layout (its rows start kv bytes apart). */
-static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf16(const kg_dualgemm_fp4_args *args) {
-  int even = 1;
-  even = even && (uintptr_t)args->sf_b0 % 2u == 0;
-  even = even && (uintptr_t)args->sf_b1 % 2u == 0;
-  return even;
-}
-
-/* Launch the kernel with MT 8-row tiles of A and RT 16-row weight tiles per warp (SF16: kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf16), WG:
+/* Launch the kernel with MT 8-row tiles of A and RT 16-row weight tiles per warp (SF16: kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf_aligned), WG:
 ** the warpgroup form (RT = 1).
 ** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
 ** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
@@ -854,7 +854,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced(c
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   const int wg = args->m > 16 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_wg_mt(args) : 0;
-  if (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf16(args)) return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<1, 1>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<2, 1>(args, exec)
+  if (kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sf_aligned(args)) return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<1, 1>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<2, 1>(args, exec)
        : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<4, 1, 1, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_wg_pair(args, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<8, 1, 1, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<8, 1, 1, 1>(args, exec);
   return args->m <= 8 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<1, 0>(args, exec) : !wg ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced<2, 0>(args, exec)
        : wg == 4 ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<4, 1, 0, 1>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_wg_pair(args, 8) ? kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<8, 1, 0, 2>(args, exec) : kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<8, 1, 0, 1>(args, exec);

@@ -163,7 +163,7 @@ typedef struct fp4s_params {
   int per;                                         /* 128-wide K chunks per owner: ceil(chunks / ksplit) */
   int slices;                                      /* slices of A (16 rows; WG: 8 MT): grid x = tiles * slices */
   int pdl;                                         /* launched with KG_EXEC_PDL */
-  int sf4;                                         /* kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32 */
+  int sf4;                                         /* kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf_aligned */
 } fp4s_params;
 
 /* E2M1 pair i (0..3) of a word of 8 packed codes: nibbles i and i + 4, as bf16x2 bits of
@@ -762,10 +762,10 @@ static int64_t kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_batches(const kg_gemm_
   return 1;
 }
 
-/* 1 when the 4 scale bytes of every row and chunk (blocks 4c .. 4c + 3) sit at a 4-byte aligned
-** address: aligned scale pointers, and kv a multiple of 4 for the linear layout (its rows start
+/* 1 when every lane's 4 scale bytes (a chunk's blocks 4c .. 4c + 3) sit at an address
+** aligned to 4: aligned scale pointers, and kv a multiple of 4 for the linear layout (its rows start
 ** kv bytes apart). */
-static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32(const kg_gemm_fp4_args *args) {
+static int kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf_aligned(const kg_gemm_fp4_args *args) {
   int aligned = (args->k + 31) / 32 % 4 == 0;
   aligned = aligned && (uintptr_t)args->sf_b % 4u == 0;
   return aligned;
@@ -788,7 +788,7 @@ static fp4s_params kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_params(const kg_ge
   p.ksplit = 1;
   p.per = 0;
   p.pdl = 0;
-  p.sf4 = kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf32(args);
+  p.sf4 = kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear_sf_aligned(args);
   p.slices = 0;   /* set by the launcher (fp4s_slice_rows) */
   *batches_out = batches;
   return p;
