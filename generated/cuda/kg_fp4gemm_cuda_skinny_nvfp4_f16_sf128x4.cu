@@ -905,7 +905,11 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_pair(const kg_gemm_fp4_ar
 ** than half of them (MT = 2), so that the smaller blocks put twice the warps to work. H200, K = 4096:
 ** m = 1 N = 1024 5.6 against 7.1 us, N = 4096 8.1 against 8.6; m = 16 N = 2048 7.5 against 8.6,
 ** but N = 3000 10.3 against 9.2 (94 blocks of 32 rows for 132 SMs). Under PDL, back to back,
-** m = 1 N = 2048 took 4.8 us in 64 blocks of 32 rows against 5.2 in 128 of 16. */
+** m = 1 N = 2048 took 4.8 us in 64 blocks of 32 rows against 5.2 in 128 of 16. At m = 1 (its 8 rows of A
+** are one row, so the narrower blocks cost no more A traffic) also where they load the fullest SM with
+** fewer weight rows, except under PDL, where the kernel behind takes the SMs that finish early: N = 14336
+** (7 blocks of 16 rows on the fullest SM against 4 of 32) 14.3 against 15.0 us, K = 14336 38.7 against
+** 41.8; with PDL 13.9 against 13.3; m = 8 17.2 against 15.9. */
 template <int MT, int SF16>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
@@ -914,7 +918,10 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced(const kg_gemm_f
   /* under KG_EXEC_PDL the wider blocks stay where they leave half the SMs free and the
   ** narrower would not: the kernel behind starts on the free SMs */
   const int keep_free = (exec->flags & KG_EXEC_PDL) && 2 * blocks <= sms && 4 * blocks > sms;
-  if ((MT == 1 ? blocks : 2 * blocks) < sms && !keep_free) return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
+  /* m = 1 without PDL: the narrower blocks also where they load the fullest SM with fewer weight rows */
+  const int64_t narrow = (args->n + 15) / 16 * kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_batches(args) * slices;
+  const int even = args->m == 1 && !(exec->flags & KG_EXEC_PDL) && (narrow + sms - 1) / sms * 16 < (blocks + sms - 1) / sms * 32;
+  if (((MT == 1 ? blocks : 2 * blocks) < sms && !keep_free) || even) return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
   return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch<MT, 2, SF16, 0>(args, exec);
 }
 
