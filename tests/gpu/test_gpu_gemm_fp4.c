@@ -30,7 +30,8 @@
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
 ** blocks of two would leave SMs idle, or at m = 1 where they load the fullest SM with fewer rows (n 14336),
-** two at m 3 n 4300, m 2 and 9 n 14336, m 40 n 2200), lda/ldb/ldd
+** two at m 3 n 4300, m 40 n 2200, and blocks of two then of one filling whole waves of the SMs at m 2,
+** 5, 9 and 16, n 13999 .. 14336), lda/ldb/ldd
 ** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; MXFP4 scales (by the case's shape) above 128 in nearly every chunk, in none, or in one
 ** block; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
@@ -622,8 +623,10 @@ int main(int argc, char **argv) {
     { 5, 2200, 2560, 1, 0, 1, 0 }, { 16, 33, 8576, 0, 1, 1, 0 }, { 1, 300, 1280, 1, 0, 0, 0 },
     /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks (its grid fills the
     ** GPU): one warp owns none, one only the ragged chunk; m = 1 in blocks of one 16-row tile (7 per
-    ** SM against 4 of two), m = 2 and 9 of two */
+    ** SM against 4 of two), m = 2 and 9 in the mixed grid (blocks of two tiles, then of one); n 13999
+    ** and 14300: the mixed grid's last block of one tile cut by n */
     { 1, 14336, 600, 0, 0, 1, 0 }, { 2, 14336, 600, 1, 1, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
+    { 16, 13999, 544, 0, 0, 1, 0 }, { 5, 14300, 600, 1, 0, 0, 0 },
     /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
     ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336; the smaller n above and
     ** below run one tile per warp */
