@@ -893,8 +893,8 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_wg_pair(const kg_gemm_fp4_a
 ** m = 1 N = 2048 took 4.8 us in 64 blocks of 32 rows against 5.2 in 128 of 16. At m = 1 (its 8 rows of A
 ** are one row, so the narrower blocks cost no more A traffic) also where they load the fullest SM with
 ** fewer weight rows, except under PDL, where the kernel behind takes the SMs that finish early: N = 14336
-** (7 blocks of 16 rows on the fullest SM against 4 of 32) 14.3 against 15.0 us, K = 14336 38.7 against
-** 41.8; with PDL 13.9 against 13.3; m = 8 17.2 against 15.9. */
+** (7 blocks of 16 rows on the fullest SM against 4 of 32) 14.2 against 15.0 us, K = 14336 38.2 against
+** 40.4; with PDL 13.9 against 13.3; m = 8 17.2 against 15.9. */
 template <int MT, int SF16>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
