@@ -426,7 +426,7 @@ static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinea
   const int wl = WG ? warp & (4 * WG - 1) : 0;  /* WG: the warp's 16-row tile of the block's rows */
   constexpr int RTB = WG ? WG * WG_ROWS / 16 : RT;   /* 16-row tiles per block */
   const int gl = lane >> 2, tl = lane & 3;
-  /* weight rows n0 .., rows m0 .. m0 + 15 of A */
+  /* the block's weight rows from n0, its rows of A from m0 (the kernel below picks them) */
   const int64_t nw = n0 + 16 * wl;        /* the warp's first weight row */
   const int64_t z = blockIdx.y;   /* batch */
   /* K range of the warp: chunks c_beg .. c_end - 1 (none when c_beg >= chunks); below
@@ -780,9 +780,9 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear_launch(const kg_gemm
   int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   p.wide = (unsigned)tiles;
   if (!WG && RT == 2 && p.slices == 1 && batches == 1 && tiles > sms && tiles % sms != 0) {
-    /* a mixed grid: as many blocks as fill c whole waves of the SMs, the first t16 - b of two
-    ** 16-row tiles and the rest of one. Blocks filling the SMs a wave at a time, an SM then takes
-    ** c + ceil(wide / sms) tiles at most instead of 2c: taken where that is fewer. H200, K = 4096,
+    /* a mixed grid: b blocks, c whole waves of the SMs, of which the first t16 - b (p.wide) take
+    ** two 16-row tiles and the rest one. The SMs filled a wave at a time, none then takes more than
+    ** c + ceil(p.wide / sms) tiles instead of 2c: taken where that is fewer. H200, K = 4096,
     ** N = 14336: m = 16 20.0 against 20.4 us (with PDL 17.2 against 17.8), m = 2 15.3 against
     ** 15.6 (13.5 against 14.0); N = 28672 (7 + 7 tiles either way), m = 4: 27.8 against 27.5 */
     const int64_t t16 = (args->n + 15) / 16, c = (tiles + sms - 1) / sms, b = c * sms;
