@@ -161,7 +161,7 @@ typedef struct fp4s_params {
   int ksplit;                                      /* K-range owners per block: warps (WG: warpgroups) */
   int per;                                         /* 128-wide K chunks per owner: ceil(chunks / ksplit) */
   int slices;                                      /* slices of A (16 rows; WG: 8 MT): grid x = tiles * slices */
-  unsigned wide;                                   /* tiles (grid x / slices) of RT 16-row tiles; the rest one */
+  unsigned wide;                                   /* blocks (grid x / slices) that take RT 16-row tiles; the rest one */
   int pdl;                                         /* launched with KG_EXEC_PDL */
 } fp4s_params;
 

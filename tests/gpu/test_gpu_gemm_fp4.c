@@ -30,8 +30,9 @@
 ** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
 ** blocks of two would leave SMs idle, or at m = 1 where they load the fullest SM with fewer rows (n 14336),
-** two at m 3 n 4300, m 40 n 2200, and blocks of two then of one filling whole waves of the SMs at m 2,
-** 5, 9 and 16, n 13999 .. 14336), lda/ldb/ldd
+** two at m 3 and 12 n 8440 (264 blocks, whole waves of 132 SMs; the last cut by n) and m 40 n 2200, and
+** blocks of two then of one filling whole waves of the SMs at m 2, 3, 5, 9 and 16, n 4300 and
+** 13999 .. 14336), lda/ldb/ldd
 ** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; MXFP4 scales (by the case's shape) above 128 in nearly every chunk, in none, or in one
 ** block; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
@@ -627,9 +628,11 @@ int main(int argc, char **argv) {
     ** and 14300: the mixed grid's last block of one tile cut by n */
     { 1, 14336, 600, 0, 0, 1, 0 }, { 2, 14336, 600, 1, 1, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
     { 16, 13999, 544, 0, 0, 1, 0 }, { 5, 14300, 600, 1, 0, 0, 0 },
+    /* blocks of two tiles only (264: whole waves of the H200's SMs), the last cut by n */
+    { 3, 8440, 544, 0, 1, 1, 0 }, { 12, 8440, 544, 1, 0, 1, 0 },
     /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
-    ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336; the smaller n above and
-    ** below run one tile per warp */
+    ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336 (m 3 n 4300: 135 blocks, a
+    ** mixed grid of 5 two-tile blocks); the smaller n above and below run one tile per warp */
     { 3, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
     /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and the skinny kernels (16-row
     ** slices of A, the last one partly filled) */
