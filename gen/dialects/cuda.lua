@@ -330,6 +330,12 @@ return {
     commit = "kg_wg_commit()",
     wait = function(n) return string.format("kg_wg_wait<%d>()", n) end,
     smem_fence = "kg_wg_smem_fence()",
+    -- statement, executed by every thread of a warpgroup: its registers per thread become n
+    -- (a multiple of 8, 24..256; "inc" or "dec" from the launch's allocation)
+    setmaxnreg = function(dir, n)
+      assert((dir == "inc" or dir == "dec") and n % 8 == 0 and n >= 24 and n <= 256, "setmaxnreg: inc/dec, 24..256, multiple of 8")
+      return string.format('asm volatile("setmaxnreg.%s.sync.aligned.u32 %d;\\n" ::: "memory")', dir, n)
+    end,
     -- (row, col) inside the warp's 16 x 8 slice of an m64 block, element e (0..3)
     acc_coord = function(e)
       return string.format("(lane >> 2) + %d", math.floor(e / 2) * 8), string.format("((lane & 3) << 1) + %d", e % 2)
@@ -359,6 +365,9 @@ return {
         'static __device__ __forceinline__ void kg_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory"); }',
         "static __device__ __forceinline__ void kg_mbar_expect(uint64_t *bar, unsigned bytes) {",
         '  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n" :: "r"(kg_smem_u32(bar)), "r"(bytes) : "memory");',
+        "}",
+        "[[maybe_unused]] static __device__ __forceinline__ void kg_mbar_arrive(uint64_t *bar) {",
+        '  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"(kg_smem_u32(bar)) : "memory");',
         "}",
         "static __device__ __forceinline__ void kg_mbar_wait(uint64_t *bar, unsigned parity) {",
         '  asm volatile("{\\n.reg .pred p;\\nKG_MBAR_WAIT:\\n"',
@@ -394,6 +403,8 @@ return {
     init_fence = "kg_mbar_init_fence()",
     expect = function(bar, bytes) return string.format("kg_mbar_expect(%s, %s)", bar, bytes) end,
     wait = function(bar, parity) return string.format("kg_mbar_wait(%s, %s)", bar, parity) end,
+    -- statement: one arrival (no transaction bytes) on bar
+    arrive = function(bar) return string.format("kg_mbar_arrive(%s)", bar) end,
     -- host expression: 1 when the map was encoded
     encode = function(map, ty, base, dims, strides, box, swz)
       return string.format("kg_tma_encode(%s, %s, %s, %s, %s, %s, %s)", map, ty, base, dims, strides, box, swz)

@@ -9,15 +9,16 @@ local F = { name = "dualgemm" }
 
 -- Tensorop defaults of their own: two accumulators per output element
 -- double the registers and a second B tile per stage grows the shared
--- memory. CUDA: 128x64x64 on 8 warps (two warpgroups, each m64 x n64 per
--- product: 64 accumulators per thread, 90-96 registers), 3 stages of 32 KB,
--- so two blocks share an SM, like GEMM's 128x128x64. Measured on H200, bf16
--- SwiGLU K=4096 N=14336: 0.72x / 0.77x / 0.78x the best cuBLAS peer at M =
--- 1024 / 4096 / 8192, against 0.61x for 128x128x64 x 4 stages (154
--- registers, one block per SM). HIP: 128x64x32 on 4 waves, 3 stages (48 KB
--- of the 64 KB LDS).
+-- memory. CUDA: 128x64x64 on 8 MMA warps (two warpgroups, each m64 x n64 per
+-- product: 64 accumulators per thread) behind a producer warpgroup (the ws
+-- schedule), 5 stages of 32 KB. Measured on H200, bf16 SwiGLU K=4096
+-- N=14336: 0.83x / 0.86x / 0.86x the best cuBLAS peer at M = 1024 / 4096 /
+-- 8192, against 0.74x / 0.78x / 0.79x for the same tile on the sync schedule
+-- (3 stages, two blocks per SM) and 0.65-0.66x for 128x128x64 ws x 4 stages
+-- (bench/results/2026-12-02_h200_*_tensorop-ws.txt). HIP: 128x64x32 on 4
+-- waves, 3 stages (48 KB of the 64 KB LDS).
 local DEFAULT_TENSOROP = {
-  cuda = { tile = "128x64x64", warps = "4x2", stages = 3 },
+  cuda = { tile = "128x64x64", warps = "4x2", stages = 5, schedule = "ws" },
   hip = { tile = "128x64x32", warps = "2x2", stages = 3 },
 }
 
@@ -35,7 +36,9 @@ end
 
 F.axes = {}
 for _, axis in ipairs(G.axes) do
-  if axis.name == "tile" or axis.name == "warps" or axis.name == "stages" then axis = with_dual_default(axis) end
+  if axis.name == "tile" or axis.name == "warps" or axis.name == "stages" or axis.name == "schedule" then
+    axis = with_dual_default(axis)
+  end
   if axis.name == "layout_b" then
     F.axes[#F.axes + 1] = { name = "layout_b0", values = axis.values, default = axis.default }
     F.axes[#F.axes + 1] = { name = "layout_b1", values = axis.values, default = axis.default }

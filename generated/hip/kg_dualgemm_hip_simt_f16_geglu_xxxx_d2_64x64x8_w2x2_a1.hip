@@ -30,7 +30,7 @@ typedef struct kg_params {
 /* Serial split-K: the block for slice s waits until slices 0..s-1 of its
 ** output tile are done. Blocks are dispatched in grid order (z slowest), so
 ** every block waited for has already started: no deadlock. */
-static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
+[[maybe_unused]] static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     if (threadIdx.x == 0) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
@@ -40,7 +40,7 @@ static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int t
   }
 }
 
-static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
+[[maybe_unused]] static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
     __syncthreads();

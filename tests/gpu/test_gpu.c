@@ -23,7 +23,8 @@
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any
 ** failure, 2 when a CUDA call fails.
 **
-** KG_TEST_TIME=1 additionally times every tensorop variant at 4096^3 (median
+** An argument runs only the variants whose name contains it (the dispatch
+** checks still run over those). KG_TEST_TIME=1 additionally times every tensorop variant at 4096^3 (median
 ** of CUDA-event timings) and prints TFLOP/s.
 */
 #include <pthread.h>
@@ -489,7 +490,8 @@ static void time_variants(const vinfo *vs, int nv) {
 
 /* ---- main ---------------------------------------------------------------- */
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;   /* run only the variants whose name contains it */
   int ndev = 0;
   CK(cudaGetDeviceCount(&ndev));
   if (ndev < 1 || !kg_backend_available(KG_BACKEND_CUDA)) {
@@ -503,6 +505,7 @@ int main(void) {
     const char *name = kg_variant_name(i);
     if (!name || !strstr(name, "_cuda_")) continue;
     if (strncmp(name, "kg_gemm_", 8) != 0) continue;  /* other operations have their own tests */
+    if (only && !strstr(name, only)) continue;
     if (!parse_variant(name, &vs[nv])) {
       printf("FAIL cannot parse variant name %s\n", name);
       g_fail++;

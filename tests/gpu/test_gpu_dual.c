@@ -35,6 +35,7 @@
 **     misaligned lda (KG_ERROR_MISALIGNED_OPERAND);
 **   - plain dispatch (no forced variant) of a bf16 swiglu m = 16 problem, A row-major, B0 / B1
 **     column-major, aligned, selects a skinny variant and gives the right result.
+** An argument runs only the variants whose name contains it.
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA
 ** call fails.
 */
@@ -879,7 +880,8 @@ static void add_case(tcase c, const char *fmt, ...) {
   cases[ncases++] = c;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;   /* run only the variants whose name contains it */
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (!kg_backend_available(BACKEND)) {
     printf("FAIL the kg CUDA backend is not available (not compiled in, or no GPU)\n");
@@ -899,13 +901,13 @@ int main(void) {
   /* variants */
   int nv = 0;
   for (int i = 0; i < kg_variant_count(); i++)
-    if (!strncmp(kg_variant_name(i), VPREFIX, strlen(VPREFIX))) nv++;
+    if (!strncmp(kg_variant_name(i), VPREFIX, strlen(VPREFIX)) && (!only || strstr(kg_variant_name(i), only))) nv++;
   dvar *vars = (dvar *)calloc((size_t)(nv ? nv : 1), sizeof *vars);
   if (!vars) { fprintf(stderr, "out of host memory\n"); return 2; }
   nv = 0;
   for (int i = 0; i < kg_variant_count(); i++) {
     const char *name = kg_variant_name(i);
-    if (strncmp(name, VPREFIX, strlen(VPREFIX)) != 0) continue;
+    if (strncmp(name, VPREFIX, strlen(VPREFIX)) != 0 || (only && !strstr(name, only))) continue;
     if (!parse_variant(name, &vars[nv])) {
       printf("FAIL %s: cannot parse the variant name\n", name);
       g_fail++;

@@ -98,6 +98,28 @@ describe("gemm legality", function()
     expect_illegal(with("stages", 1), "stages", "stages >= 2", "allowed: 2, 3, 4, 5")
   end)
 
+  it("takes the ws schedule on CUDA tensorop tiles of whole warpgroups, and sync elsewhere", function()
+    local t = { backend = "cuda", kernel = "tensorop", dtype = "bf16", layout_a = "row", layout_b = "col" }
+    local function with(extra)
+      local p = {}
+      for k, x in pairs(t) do p[k] = x end
+      for k, x in pairs(extra) do p[k] = x end
+      return p
+    end
+    assert.are.equal("ws", H.full(gemm, t).schedule)
+    assert.is_nil(legal(with({ schedule = "ws" })))
+    assert.is_nil(legal(with({ tile = "128x256x64", warps = "2x4", stages = 4, schedule = "ws" })))
+    -- two warps are no warpgroup: sync by default, ws refused naming the schedule
+    assert.are.equal("sync", H.full(gemm, with({ tile = "64x64x32", warps = "2x1" })).schedule)
+    expect_illegal(with({ tile = "64x64x32", warps = "2x1", schedule = "ws" }), "schedule", "warpgroups", "schedule = sync")
+    -- HIP has no bulk tensor copies; other kernels have no producer
+    assert.are.equal("sync", H.full(gemm, with({ backend = "hip", tile = "128x128x32", warps = "2x2" })).schedule)
+    expect_illegal(with({ backend = "hip", tile = "128x128x32", warps = "2x2", schedule = "ws" }), "schedule", "CUDA")
+    expect_illegal({ backend = "cuda", kernel = "simt", dtype = "f32", schedule = "ws" }, "schedule", "tensorop schedule")
+    -- the mbarriers count in the shared memory: 128x256x64 takes 4 stages, not 5
+    expect_illegal(with({ tile = "128x256x64", warps = "2x4", stages = 5 }), "stages", "allowed: stages = 2 .. 4")
+  end)
+
   it("rejects simt tiles, warps and stages that do not fit", function()
     expect_illegal({ backend = "cuda", dtype = "f32", stages = 2 }, "stages", "single-stage")
     expect_illegal({ backend = "hip", dtype = "f32", tile = "64x64x32" }, "tile", "K = 8")
@@ -163,6 +185,6 @@ describe("gemm legality", function()
     local d = gemm.describe(H.full(gemm, { backend = "cuda", kernel = "tensorop", dtype = "f16",
       tile = "128x128x32", warps = "2x2", stages = 3 }))
     assert.are.equal("backend=cuda kernel=tensorop dtype=f16 out_dtype=f16 layout_a=any layout_b=any layout_cd=any "
-      .. "tile=128x128x32 warps=2x2 stages=3 align=8", d)
+      .. "tile=128x128x32 warps=2x2 stages=3 schedule=ws align=8", d)
   end)
 end)

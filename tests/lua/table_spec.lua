@@ -127,9 +127,9 @@ describe("kg_table.c", function()
       return t
     end
     assert.are.same({
-      "kg_gemm_cuda_tensorop_f16_crr_128x128x32_w2x2_s3_a8",
-      "kg_gemm_cuda_tensorop_f16_rcx_128x128x32_w2x2_s3_a8",
-      "kg_gemm_cuda_tensorop_f16_rrx_128x128x32_w2x2_s3_a8",
+      "kg_gemm_cuda_tensorop_f16_crr_128x128x32_w2x2_s3_ws_a8",
+      "kg_gemm_cuda_tensorop_f16_rcx_128x128x32_w2x2_s3_ws_a8",
+      "kg_gemm_cuda_tensorop_f16_rrx_128x128x32_w2x2_s3_ws_a8",
       "kg_gemm_cuda_simt_f16_rrr_64x64x8_w2x2_a1",
       "kg_gemm_cuda_simt_f16_xxx_64x64x8_w2x2_a8",
       "kg_gemm_cuda_simt_f16_xxx_64x64x8_w2x2_a2",

@@ -49,7 +49,7 @@ describe("spec validation", function()
       "}",
     }, "\n") })
     expect_errors(r, { { "a.lua", 5, "unknown axis 'tiles' for gemm",
-      "; allowed: backend, kernel, dtype, out_dtype, layout_a, layout_b, layout_cd, tile, warps, stages, align" } })
+      "; allowed: backend, kernel, dtype, out_dtype, layout_a, layout_b, layout_cd, tile, warps, stages, schedule, align" } })
     expect_allowed_format(r)
   end)
 

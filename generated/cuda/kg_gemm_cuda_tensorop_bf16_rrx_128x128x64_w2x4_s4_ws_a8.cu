@@ -44,7 +44,7 @@ typedef struct kg_params {
 /* Serial split-K: the block for slice s waits until slices 0..s-1 of its
 ** output tile are done. Blocks are dispatched in grid order (z slowest), so
 ** every block waited for has already started: no deadlock. */
-static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
+[[maybe_unused]] static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     if (threadIdx.x == 0) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
@@ -54,7 +54,7 @@ static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int t
   }
 }
 
-static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
+[[maybe_unused]] static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
     __syncthreads();
@@ -120,12 +120,12 @@ template <int N> static __device__ __forceinline__ void kg_wg_wait() {
 }
 /* generic-proxy shared-memory writes (cp.async) made visible to wgmma */
 [[maybe_unused]] static __device__ __forceinline__ void kg_wg_smem_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* m64n128k16, A K-major, B K-major */
-static __device__ __forceinline__ void kg_wgmma_k(float (&d)[16][4], uint64_t da, uint64_t db) {
+/* m64n128k16, A K-major, B N-major */
+static __device__ __forceinline__ void kg_wgmma_n(float (&d)[16][4], uint64_t da, uint64_t db) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-               "%64, %65, p, 1, 1, 0, 0;\n}\n"
+               "%64, %65, p, 1, 1, 0, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
                : "l"(da), "l"(db), "r"(1));
 }
@@ -136,6 +136,9 @@ static __device__ __forceinline__ void kg_mbar_init(uint64_t *bar, unsigned coun
 static __device__ __forceinline__ void kg_mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 static __device__ __forceinline__ void kg_mbar_expect(uint64_t *bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(kg_smem_u32(bar)), "r"(bytes) : "memory");
+}
+[[maybe_unused]] static __device__ __forceinline__ void kg_mbar_arrive(uint64_t *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(kg_smem_u32(bar)) : "memory");
 }
 static __device__ __forceinline__ void kg_mbar_wait(uint64_t *bar, unsigned parity) {
   asm volatile("{\n.reg .pred p;\nKG_MBAR_WAIT:\n"
@@ -188,12 +191,12 @@ static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, 
   }
 }
 
-__global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
+__global__ void __launch_bounds__(384, 1) kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
   /* swizzle patterns repeat every 1024 bytes: align the tiles to that */
   unsigned char *kg_tiles = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
-  __nv_bfloat16 *sA = (__nv_bfloat16 *)kg_tiles;  /* 3 stages of 128 x 64 (A, k innermost) */
-  __nv_bfloat16 *sB0 = sA + 24576;  /* 3 stages of 128 x 64 (B0, k innermost) */
+  __nv_bfloat16 *sA = (__nv_bfloat16 *)kg_tiles;  /* 4 stages of 128 x 64 (A, k innermost) */
+  __nv_bfloat16 *sB0 = sA + 32768;  /* 4 stages of 64 x 128 (B0, n innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32, warp = tid / 32;
   /* Output tile of this block: the blocks in flight together cover groups of 16
@@ -214,9 +217,11 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128
   const int ntiles = (int)((kend - kbeg + 63) / 64);
 
   /* one mbarrier per stage: the copies of a stage's tile complete on it */
-  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 98304);
+  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 131072);
   if (tid == 0) {
-    for (int s = 0; s < 3; s++) kg_mbar_init(kg_bars + s, 1);
+    for (int s = 0; s < 4; s++) kg_mbar_init(kg_bars + s, 1);
+    /* ws: a stage is empty again once every MMA warp has arrived on its second mbarrier */
+    for (int s = 0; s < 4; s++) kg_mbar_init(kg_bars + 4 + s, 8);
     kg_mbar_init_fence();
   }
   __syncthreads();
@@ -225,8 +230,34 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128
   const int zb0 = p.b_bs[0] != 0 ? batch : 0;
   int kload = 0;                       /* next K tile to copy */
   int wstage = 0;                      /* stage it goes to */
+  /* ws schedule. Producer (warpgroup 0, 40 registers): its thread 0 copies K tile kt into
+  ** stage kt % 4 once the MMA warps have released the tile 4 before it (empty
+  ** mbarrier of the stage, one arrival per MMA warp), then leaves. MMA warpgroups 1..2
+  ** (232 registers): wait for the stage's copies (full mbarrier), queue its MMAs, and release
+  ** the stage of the tile before once its MMAs are done: no block-wide barrier in the loop. */
+  uint64_t *kg_empty = kg_bars + 4;
+  if (warp < 4) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    if (tid == 0) {
+      for (int kt = 0; kt < ntiles; kt++) {
+        if (kt >= 4) kg_mbar_wait(kg_empty + wstage, (unsigned)((kt / 4 - 1) & 1));
+        if (tid == 0 && kload < ntiles) {
+          uint64_t *bar = kg_bars + wstage;
+          kg_mbar_expect(bar, 32768u);
+          const int kc = (int)(kbeg + (long long)kload * 64);
+          kg_tma_load(sA + wstage * 8192, &tm.a, bar, kc, (int)m0, za);
+          kg_tma_load(sB0 + wstage * 8192 + 0, &tm.b[0], bar, (int)n0 + 0, kc, zb0);
+          kg_tma_load(sB0 + wstage * 8192 + 4096, &tm.b[0], bar, (int)n0 + 64, kc, zb0);
+        }
+        kload++;
+        wstage = wstage + 1 == 4 ? 0 : wstage + 1;
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
   /* warpgroup schedule: warpgroup g owns rows g*64 .. +63 of the tile, all 128 columns */
-  const int wgm0 = (warp / 4) * 64, wl = warp % 4;
+  const int wgm0 = (warp / 4 - 1) * 64, wl = warp % 4;
   float acc0[1][16][4];
 #pragma unroll
   for (int i = 0; i < 1; i++)
@@ -237,27 +268,13 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128
         acc0[i][j][e] = 0.0f;
       }
   const uint64_t da0 = kg_wg_desc(sA, 16, 1024, 1);
-  const uint64_t db0_0 = kg_wg_desc(sB0, 16, 1024, 1);
+  const uint64_t db0_0 = kg_wg_desc(sB0, 8192, 1024, 1);
 
-  /* prologue: tiles 0 .. STAGES-3 in flight (a stage is refilled two tiles after its use) */
-#pragma unroll
-  for (int s = 0; s < 1; s++) {
-    if (tid == 0 && kload < ntiles) {
-      uint64_t *bar = kg_bars + wstage;
-      kg_mbar_expect(bar, 32768u);
-      const int kc = (int)(kbeg + (long long)kload * 64);
-      kg_tma_load(sA + wstage * 8192, &tm.a, bar, kc, (int)m0, za);
-      kg_tma_load(sB0 + wstage * 8192, &tm.b[0], bar, kc, (int)n0, zb0);
-    }
-    kload++;
-    wstage = wstage + 1 == 3 ? 0 : wstage + 1;
-  }
   int rstage = 0;
   unsigned phase = 0;                  /* parity of the current use of stage rstage */
   for (int kt = 0; kt < ntiles; kt++) {
-    /* tile kt has landed for every thread; warpgroup MMAs of tile kt-2 are done everywhere */
+    /* tile kt has landed */
     kg_mbar_wait(kg_bars + rstage, phase);
-    __syncthreads();
     /* queue the MMAs of tile kt first, then refill the stage of tile kt-2 while they run */
     kg_wg_fence();
     const uint32_t oa = (uint32_t)rstage * 16384u;
@@ -267,25 +284,25 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128
 #pragma unroll
       for (int i = 0; i < 1; i++) {
         const uint64_t da = da0 + (uint64_t)((oa + (wgm0 + i * 64) * 128 + ks * 32) >> 4);
-        kg_wgmma_k(acc0[i], da, db0_0 + (uint64_t)((ob0 + ks * 32) >> 4));
+        kg_wgmma_n(acc0[i], da, db0_0 + (uint64_t)((ob0 + ks * 2048) >> 4));
       }
     }
     kg_wg_commit();
-    if (tid == 0 && kload < ntiles) {
-      uint64_t *bar = kg_bars + wstage;
-      kg_mbar_expect(bar, 32768u);
-      const int kc = (int)(kbeg + (long long)kload * 64);
-      kg_tma_load(sA + wstage * 8192, &tm.a, bar, kc, (int)m0, za);
-      kg_tma_load(sB0 + wstage * 8192, &tm.b[0], bar, kc, (int)n0, zb0);
-    }
-    kload++;
-    wstage = wstage + 1 == 3 ? 0 : wstage + 1;
     kg_wg_wait<1>();
-    if (++rstage == 3) { rstage = 0; phase ^= 1u; }
+    /* the MMAs of tile kt-1 are done: its stage may be refilled */
+    if (kt > 0 && lane == 0) kg_mbar_arrive(kg_empty + (rstage == 0 ? 3 : rstage - 1));
+    if (++rstage == 4) { rstage = 0; phase ^= 1u; }
   }
   kg_wg_wait<0>();
   const int tile = tile_m * (int)gridDim.x + tile_n;
-  kg_tile_acquire(p, tile, slice);
+  /* kg_tile_acquire / kg_tile_release among the MMA warps (named barrier 1; the producer has left) */
+  if (p.slices > 1) {
+    if (tid == 128) {
+      while (atomicAdd(&p.sem[tile], 0) != slice) { }
+      __threadfence();
+    }
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+  }
 #pragma unroll
   for (int i = 0; i < 1; i++) {
 #pragma unroll
@@ -303,22 +320,26 @@ __global__ void __launch_bounds__(256, 2) kg_gemm_cuda_tensorop_bf16_rcx_128x128
       }
     }
   }
-  kg_tile_release(p, tile, slice);
+  if (p.slices > 1) {
+    __threadfence();
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+    if (tid == 128) atomicExch(&p.sem[tile], slice + 1);
+  }
 }
 
-static int64_t kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_tiles(const kg_gemm_args *args) {
+static int64_t kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_tiles(const kg_gemm_args *args) {
   return ((args->m + 128 - 1) / 128) * ((args->n + 128 - 1) / 128);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_workspace(const kg_gemm_args *args) {
+extern "C" size_t kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_workspace(const kg_gemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)1 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8(const kg_gemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8(const kg_gemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
@@ -343,7 +364,7 @@ extern "C" kg_status kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8(const 
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
@@ -351,8 +372,8 @@ extern "C" kg_status kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8(const 
   }
   dim3 grid((unsigned)((args->n + 128 - 1) / 128), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
-  dim3 block(256);
-  e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 99352);
+  dim3 block(384);
+  e = cudaFuncSetAttribute(kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 132160);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   kg_tma_maps maps;
   {
@@ -367,15 +388,15 @@ extern "C" kg_status kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8(const 
   }
   {
     const cuuint64_t nb = batched && args->batch_stride_b != 0 ? (cuuint64_t)args->batch_count : 1;
-    const cuuint64_t dims[3] = { (cuuint64_t)args->k, (cuuint64_t)args->n, nb };
+    const cuuint64_t dims[3] = { (cuuint64_t)args->n, (cuuint64_t)args->k, nb };
     const cuuint64_t strides[2] = { (cuuint64_t)args->ldb * 2, nb > 1 ? (cuuint64_t)args->batch_stride_b * 2 : (cuuint64_t)args->ldb * 2 * dims[1] };
-    const cuuint32_t box[3] = { 64, 128, 1 };
+    const cuuint32_t box[3] = { 64, 64, 1 };
     if (!kg_tma_encode(&maps.b[0], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args->b, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for B");
       return KG_ERROR_BACKEND;
     }
   }
-  kg_gemm_cuda_tensorop_bf16_rcx_128x128x64_w2x4_s3_a8_kernel<<<grid, block, 99352, stream>>>(p, maps);
+  kg_gemm_cuda_tensorop_bf16_rrx_128x128x64_w2x4_s4_ws_a8_kernel<<<grid, block, 132160, stream>>>(p, maps);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
