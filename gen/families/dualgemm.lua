@@ -11,14 +11,15 @@ local F = { name = "dualgemm" }
 -- double the registers and a second B tile per stage grows the shared
 -- memory. CUDA: 128x64x64 on 8 MMA warps (two warpgroups, each m64 x n64 per
 -- product: 64 accumulators per thread) behind a producer warpgroup (the ws
--- schedule), 5 stages of 32 KB. Measured on H200, bf16 SwiGLU K=4096
--- N=14336: 0.83x / 0.86x / 0.86x the best cuBLAS peer at M = 1024 / 4096 /
--- 8192, against 0.74x / 0.78x / 0.79x for the same tile on the sync schedule
--- (3 stages, two blocks per SM) and 0.65-0.66x for 128x128x64 ws x 4 stages
--- (bench/results/2026-12-02_h200_*_tensorop-ws.txt). HIP: 128x64x32 on 4
+-- schedule), 3 stages of 32 KB, two blocks per SM (80 registers per thread at
+-- launch; the MMA warps take 104). Measured on H200, bf16 SwiGLU K=4096
+-- N=14336: 0.86x / 0.87x / 0.89x the best cuBLAS peer at M = 1024 / 4096 /
+-- 8192, against 0.85x / 0.85x / 0.88x with 5 stages (one block per SM),
+-- 0.74x / 0.78x / 0.79x for the sync schedule and 0.65-0.66x for 128x128x64
+-- ws x 4 stages (bench/results/2026-12-02_h200_*_tensorop-ws.txt). HIP: 128x64x32 on 4
 -- waves, 3 stages (48 KB of the 64 KB LDS).
 local DEFAULT_TENSOROP = {
-  cuda = { tile = "128x64x64", warps = "4x2", stages = 5, schedule = "ws" },
+  cuda = { tile = "128x64x64", warps = "4x2", stages = 3, schedule = "ws" },
   hip = { tile = "128x64x32", warps = "2x2", stages = 3 },
 }
 

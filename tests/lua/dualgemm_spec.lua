@@ -14,7 +14,7 @@ end
 describe("dualgemm tensorop", function()
   it("has legal tile defaults of its own and leaves GEMM's alone", function()
     local c = dual_tensorop("cuda")
-    assert.are.same({ "128x64x64", "4x2", 5, "ws" }, { c.tile, c.warps, c.stages, c.schedule })
+    assert.are.same({ "128x64x64", "4x2", 3, "ws" }, { c.tile, c.warps, c.stages, c.schedule })
     assert.is_nil(dual.legal(c))
     local h = dual_tensorop("hip")
     assert.are.same({ "128x64x32", "2x2", 3, "sync" }, { h.tile, h.warps, h.stages, h.schedule })

@@ -32,11 +32,11 @@
 ** i*x_rs + j*x_cs; x_bs is the batch stride. Grid: x = N tiles, y = M tiles,
 ** z = batch (batched mode) or K slice (serial split-K). */
 typedef struct kg_params {
-  const __nv_bfloat16 *a; int64_t a_rs, a_cs, a_bs;
-  const __nv_bfloat16 *b[2]; int64_t b_rs[2], b_cs[2], b_bs[2];
-  const __nv_bfloat16 *c[2]; int64_t c_rs[2], c_cs[2], c_bs[2];  /* c[i] NULL: beta[i] == 0 */
-  __nv_bfloat16 *d[2]; int64_t d_rs[2], d_cs[2], d_bs[2];        /* d[i] NULL: not stored */
-  __nv_bfloat16 *d2; int64_t d2_rs, d2_cs, d2_bs;
+  const __half *a; int64_t a_rs, a_cs, a_bs;
+  const __half *b[2]; int64_t b_rs[2], b_cs[2], b_bs[2];
+  const __half *c[2]; int64_t c_rs[2], c_cs[2], c_bs[2];  /* c[i] NULL: beta[i] == 0 */
+  __half *d[2]; int64_t d_rs[2], d_cs[2], d_bs[2];        /* d[i] NULL: not stored */
+  __half *d2; int64_t d2_rs, d2_cs, d2_bs;
   float alpha[2], beta[2];
   int64_t m, n, k;
   int slices;          /* serial split-K slices (1: none) */
@@ -83,12 +83,12 @@ static __device__ __forceinline__ void kg_store(const kg_params &p, int z, int64
   }
   for (int i = 0; i < 2; i++) {
     x[i] *= p.alpha[i];
-    if (p.c[i]) x[i] += p.beta[i] * __bfloat162float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
-    __nv_bfloat16 xo = __float2bfloat16_rn(x[i]);
-    x[i] = __bfloat162float(xo);   /* the op acts on output-typed values */
+    if (p.c[i]) x[i] += p.beta[i] * __half2float(p.c[i][z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i]]);
+    __half xo = __float2half_rn(x[i]);
+    x[i] = __half2float(xo);   /* the op acts on output-typed values */
     if (p.d[i]) p.d[i][z * p.d_bs[i] + r * p.d_rs[i] + c * p.d_cs[i]] = xo;
   }
-  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2bfloat16_rn((x[0]) / (1.0f + expf(-1.5957691216f * ((x[0]) + 0.044715f * (x[0]) * (x[0]) * (x[0])))) * (x[1]));
+  p.d2[z * p.d2_bs + r * p.d2_rs + c * p.d2_cs] = __float2half_rn((x[0]) / (1.0f + expf(-(x[0]))) * (x[1]));
 }
 
 /* Tensor-core vocabulary: mma.sync m16n8k16 + ldmatrix + cp.async. */
@@ -107,7 +107,7 @@ static __device__ __forceinline__ uint32_t kg_smem_u32(const void *p) {
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(kg_smem_u32(p)));
 }
 [[maybe_unused]] static __device__ __forceinline__ void kg_mma(kg_acc &c, const kg_frag_a &a, const kg_frag_b &b) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -130,9 +130,18 @@ template <int N> static __device__ __forceinline__ void kg_wg_wait() {
 /* m64n64k16, A K-major, B K-major */
 static __device__ __forceinline__ void kg_wgmma_k(float (&d)[8][4], uint64_t da, uint64_t db) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
                "%32, %33, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+               : "l"(da), "l"(db), "r"(1));
+}
+/* m64n64k16, A K-major, B N-major */
+static __device__ __forceinline__ void kg_wgmma_n(float (&d)[8][4], uint64_t da, uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+               "%32, %33, p, 1, 1, 0, 1;\n}\n"
                : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
                : "l"(da), "l"(db), "r"(1));
 }
@@ -177,7 +186,7 @@ struct kg_tma_maps { CUtensorMap a, b[2]; };
 /* Two horizontally adjacent outputs (r, c), (r, c+1), c even, given each
 ** product's accumulators v0, v1: paired stores when the outputs are
 ** row-major, both are inside and K is not split, else two kg_store calls. */
-struct alignas(2 * sizeof(__nv_bfloat16)) kg_pair { __nv_bfloat16 x, y; };
+struct alignas(2 * sizeof(__half)) kg_pair { __half x, y; };
 static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, int64_t r, int64_t c, const float (&v0)[2],
                                   const float (&v1)[2]) {
   if (p.slices == 1 && p.d2_cs == 1 && r < p.m && c + 1 < p.n) {
@@ -186,15 +195,15 @@ static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, 
     for (int i = 0; i < 2; i++) {
       float o0 = p.alpha[i] * v0[i], o1 = p.alpha[i] * v1[i];
       if (p.c[i]) {
-        const __nv_bfloat16 *cp = p.c[i] + z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i];
-        o0 += p.beta[i] * __bfloat162float(cp[0]);
-        o1 += p.beta[i] * __bfloat162float(cp[p.c_cs[i]]);
+        const __half *cp = p.c[i] + z * p.c_bs[i] + r * p.c_rs[i] + c * p.c_cs[i];
+        o0 += p.beta[i] * __half2float(cp[0]);
+        o1 += p.beta[i] * __half2float(cp[p.c_cs[i]]);
       }
-      const kg_pair out = { __float2bfloat16_rn(o0), __float2bfloat16_rn(o1) };
+      const kg_pair out = { __float2half_rn(o0), __float2half_rn(o1) };
       if (p.d[i]) *(kg_pair *)(p.d[i] + z * p.d_bs[i] + r * p.d_rs[i] + c) = out;
-      x0[i] = __bfloat162float(out.x); x1[i] = __bfloat162float(out.y);   /* the op acts on output-typed values */
+      x0[i] = __half2float(out.x); x1[i] = __half2float(out.y);   /* the op acts on output-typed values */
     }
-    const kg_pair out2 = { __float2bfloat16_rn((x0[0]) / (1.0f + expf(-1.5957691216f * ((x0[0]) + 0.044715f * (x0[0]) * (x0[0]) * (x0[0])))) * (x0[1])), __float2bfloat16_rn((x1[0]) / (1.0f + expf(-1.5957691216f * ((x1[0]) + 0.044715f * (x1[0]) * (x1[0]) * (x1[0])))) * (x1[1])) };
+    const kg_pair out2 = { __float2half_rn((x0[0]) / (1.0f + expf(-(x0[0]))) * (x0[1])), __float2half_rn((x1[0]) / (1.0f + expf(-(x1[0]))) * (x1[1])) };
     *(kg_pair *)(p.d2 + z * p.d2_bs + r * p.d2_rs + c) = out2;
   } else {
     kg_store(p, z, r, c, v0);
@@ -202,13 +211,13 @@ static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, 
   }
 }
 
-__global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
+__global__ void __launch_bounds__(384, 2) kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
   /* swizzle patterns repeat every 1024 bytes: align the tiles to that */
   unsigned char *kg_tiles = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
-  __nv_bfloat16 *sA = (__nv_bfloat16 *)kg_tiles;  /* 5 stages of 128 x 64 (A, k innermost) */
-  __nv_bfloat16 *sB0 = sA + 40960;  /* 5 stages of 64 x 64 (B0, k innermost) */
-  __nv_bfloat16 *sB1 = sB0 + 20480;  /* 5 stages of 64 x 64 (B1, k innermost) */
+  __half *sA = (__half *)kg_tiles;  /* 3 stages of 128 x 64 (A, k innermost) */
+  __half *sB0 = sA + 24576;  /* 3 stages of 64 x 64 (B0, n innermost) */
+  __half *sB1 = sB0 + 12288;  /* 3 stages of 64 x 64 (B1, k innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32, warp = tid / 32;
   /* Output tile of this block: the blocks in flight together cover groups of 16
@@ -229,11 +238,11 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_r
   const int ntiles = (int)((kend - kbeg + 63) / 64);
 
   /* one mbarrier per stage: the copies of a stage's tile complete on it */
-  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 163840);
+  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 98304);
   if (tid == 0) {
-    for (int s = 0; s < 5; s++) kg_mbar_init(kg_bars + s, 1);
+    for (int s = 0; s < 3; s++) kg_mbar_init(kg_bars + s, 1);
     /* ws: a stage is empty again once every MMA warp has arrived on its second mbarrier */
-    for (int s = 0; s < 5; s++) kg_mbar_init(kg_bars + 5 + s, 8);
+    for (int s = 0; s < 3; s++) kg_mbar_init(kg_bars + 3 + s, 8);
     kg_mbar_init_fence();
   }
   __syncthreads();
@@ -248,32 +257,32 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_r
   const bool bc1 = p.b_cs[1] == 0;
   int kload = 0;                       /* next K tile to copy */
   int wstage = 0;                      /* stage it goes to */
-  /* ws schedule. Producer (warpgroup 0, 40 registers): its thread 0 copies K tile kt into
-  ** stage kt % 5 once the MMA warps have released the tile 5 before it (empty
+  /* ws schedule. Producer (warpgroup 0, 24 registers): its thread 0 copies K tile kt into
+  ** stage kt % 3 once the MMA warps have released the tile 3 before it (empty
   ** mbarrier of the stage, one arrival per MMA warp), then leaves. MMA warpgroups 1..2
-  ** (232 registers): wait for the stage's copies (full mbarrier), queue its MMAs, and release
+  ** (104 registers): wait for the stage's copies (full mbarrier), queue its MMAs, and release
   ** the stage of the tile before once its MMAs are done: no block-wide barrier in the loop. */
-  uint64_t *kg_empty = kg_bars + 5;
+  uint64_t *kg_empty = kg_bars + 3;
   if (warp < 4) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 0) {
       for (int kt = 0; kt < ntiles; kt++) {
-        if (kt >= 5) kg_mbar_wait(kg_empty + wstage, (unsigned)((kt / 5 - 1) & 1));
+        if (kt >= 3) kg_mbar_wait(kg_empty + wstage, (unsigned)((kt / 3 - 1) & 1));
         if (tid == 0 && kload < ntiles) {
           uint64_t *bar = kg_bars + wstage;
           kg_mbar_expect(bar, 32768u);
           const int kc = (int)(kbeg + (long long)kload * 64);
           kg_tma_load(sA + wstage * 8192, &tm.a, bar, kc, (int)m0, za);
-          kg_tma_load(sB0 + wstage * 4096, &tm.b[0], bar, kc, (int)n0, zb0);
+          kg_tma_load(sB0 + wstage * 4096 + 0, &tm.b[0], bar, (int)n0 + 0, kc, zb0);
           kg_tma_load(sB1 + wstage * 4096, &tm.b[1], bar, kc, (bc1 ? 0 : (int)n0), zb1);
         }
         kload++;
-        wstage = wstage + 1 == 5 ? 0 : wstage + 1;
+        wstage = wstage + 1 == 3 ? 0 : wstage + 1;
       }
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 104;\n" ::: "memory");
   /* warpgroup schedule: warpgroup g owns rows g*64 .. +63 of the tile, all 64 columns, of every product */
   const int wgm0 = (warp / 4 - 1) * 64, wl = warp % 4;
   float acc0[1][8][4];
@@ -288,7 +297,7 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_r
         acc1[i][j][e] = 0.0f;
       }
   const uint64_t da0 = kg_wg_desc(sA, 16, 1024, 1);
-  const uint64_t db0_0 = kg_wg_desc(sB0, 16, 1024, 1);
+  const uint64_t db0_0 = kg_wg_desc(sB0, 8192, 1024, 1);
   const uint64_t db1_0 = kg_wg_desc(sB1, 16, 1024, 1);
 
   int rstage = 0;
@@ -306,15 +315,15 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_r
 #pragma unroll
       for (int i = 0; i < 1; i++) {
         const uint64_t da = da0 + (uint64_t)((oa + (wgm0 + i * 64) * 128 + ks * 32) >> 4);
-        kg_wgmma_k(acc0[i], da, db0_0 + (uint64_t)((ob0 + ks * 32) >> 4));
+        kg_wgmma_n(acc0[i], da, db0_0 + (uint64_t)((ob0 + ks * 2048) >> 4));
         kg_wgmma_k(acc1[i], da, db1_0 + (uint64_t)((ob1 + ks * 32) >> 4));
       }
     }
     kg_wg_commit();
     kg_wg_wait<1>();
     /* the MMAs of tile kt-1 are done: its stage may be refilled */
-    if (kt > 0 && lane == 0) kg_mbar_arrive(kg_empty + (rstage == 0 ? 4 : rstage - 1));
-    if (++rstage == 5) { rstage = 0; phase ^= 1u; }
+    if (kt > 0 && lane == 0) kg_mbar_arrive(kg_empty + (rstage == 0 ? 2 : rstage - 1));
+    if (++rstage == 3) { rstage = 0; phase ^= 1u; }
   }
   kg_wg_wait<0>();
   const int tile = tile_m * (int)gridDim.x + tile_n;
@@ -372,42 +381,42 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_geglu_r
   }
 }
 
-static int64_t kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_tiles(const kg_dualgemm_args *args) {
+static int64_t kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(const kg_dualgemm_args *args) {
   return ((args->m + 128 - 1) / 128) * ((args->n + 64 - 1) / 64);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
-  p.a = (const __nv_bfloat16 *)args->a;
+  p.a = (const __half *)args->a;
   kg__strides(args->layout_a, args->lda, &p.a_rs, &p.a_cs);
   p.a_bs = batched ? args->batch_stride_a : 0;
-  p.b[0] = (const __nv_bfloat16 *)args->b0;
+  p.b[0] = (const __half *)args->b0;
   kg__strides(args->layout_b0, args->ldb0, &p.b_rs[0], &p.b_cs[0]);
   p.b_bs[0] = batched ? args->batch_stride_b0 : 0;
-  p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0;
+  p.c[0] = args->beta0 != 0.0f ? (const __half *)args->c0 : 0;
   kg__strides(args->layout_cd, args->ldc0, &p.c_rs[0], &p.c_cs[0]);
   p.c_bs[0] = batched ? args->batch_stride_c0 : 0;
   p.d[0] = 0; p.d_rs[0] = p.d_cs[0] = p.d_bs[0] = 0;
   p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
-  p.b[1] = (const __nv_bfloat16 *)args->b1;
+  p.b[1] = (const __half *)args->b1;
   kg__strides(args->layout_b1, args->ldb1, &p.b_rs[1], &p.b_cs[1]);
   p.b_bs[1] = batched ? args->batch_stride_b1 : 0;
-  p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0;
+  p.c[1] = args->beta1 != 0.0f ? (const __half *)args->c1 : 0;
   kg__strides(args->layout_cd, args->ldc1, &p.c_rs[1], &p.c_cs[1]);
   p.c_bs[1] = batched ? args->batch_stride_c1 : 0;
   p.d[1] = 0; p.d_rs[1] = p.d_cs[1] = p.d_bs[1] = 0;
   p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
-  p.d2 = (__nv_bfloat16 *)args->d2;
+  p.d2 = (__half *)args->d2;
   kg__strides(args->layout_cd, args->ldd2, &p.d2_rs, &p.d2_cs);
   p.d2_bs = batched ? args->batch_stride_d2 : 0;
   p.m = args->m; p.n = args->n; p.k = args->k;
@@ -418,7 +427,7 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
@@ -427,7 +436,7 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2
   dim3 grid((unsigned)((args->n + 64 - 1) / 64), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(384);
-  e = cudaFuncSetAttribute(kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 164944);
+  e = cudaFuncSetAttribute(kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 99376);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   kg_tma_maps maps;
   {
@@ -435,17 +444,17 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2
     const cuuint64_t dims[3] = { (cuuint64_t)args->k, (cuuint64_t)args->m, nb };
     const cuuint64_t strides[2] = { (cuuint64_t)args->lda * 2, nb > 1 ? (cuuint64_t)args->batch_stride_a * 2 : (cuuint64_t)args->lda * 2 * dims[1] };
     const cuuint32_t box[3] = { 64, 128, 1 };
-    if (!kg_tma_encode(&maps.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args->a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
+    if (!kg_tma_encode(&maps.a, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, args->a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for A");
       return KG_ERROR_BACKEND;
     }
   }
   {
     const cuuint64_t nb = batched && args->batch_stride_b0 != 0 ? (cuuint64_t)args->batch_count : 1;
-    const cuuint64_t dims[3] = { (cuuint64_t)args->k, (cuuint64_t)args->n, nb };
+    const cuuint64_t dims[3] = { (cuuint64_t)args->n, (cuuint64_t)args->k, nb };
     const cuuint64_t strides[2] = { (cuuint64_t)args->ldb0 * 2, nb > 1 ? (cuuint64_t)args->batch_stride_b0 * 2 : (cuuint64_t)args->ldb0 * 2 * dims[1] };
     const cuuint32_t box[3] = { 64, 64, 1 };
-    if (!kg_tma_encode(&maps.b[0], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args->b0, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
+    if (!kg_tma_encode(&maps.b[0], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, args->b0, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for B0");
       return KG_ERROR_BACKEND;
     }
@@ -457,12 +466,12 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2
     const cuuint64_t rs = vec ? ((cuuint64_t)args->k * 2 + 15) / 16 * 16 : (cuuint64_t)args->ldb1 * 2;
     const cuuint64_t strides[2] = { rs, nb > 1 ? (cuuint64_t)args->batch_stride_b1 * 2 : rs * dims[1] };
     const cuuint32_t box[3] = { 64, 64, 1 };
-    if (!kg_tma_encode(&maps.b[1], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args->b1, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
+    if (!kg_tma_encode(&maps.b[1], CU_TENSOR_MAP_DATA_TYPE_FLOAT16, args->b1, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for B1");
       return KG_ERROR_BACKEND;
     }
   }
-  kg_dualgemm_cuda_tensorop_bf16_geglu_rccx_d2_128x64x64_w4x2_s5_ws_a8_kernel<<<grid, block, 164944, stream>>>(p, maps);
+  kg_dualgemm_cuda_tensorop_f16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel<<<grid, block, 99376, stream>>>(p, maps);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;

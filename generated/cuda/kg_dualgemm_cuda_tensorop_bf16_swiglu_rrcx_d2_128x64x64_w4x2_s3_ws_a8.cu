@@ -211,13 +211,13 @@ static __device__ __forceinline__ void kg_store_pair(const kg_params &p, int z, 
   }
 }
 
-__global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
+__global__ void __launch_bounds__(384, 2) kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel(kg_params p, const __grid_constant__ kg_tma_maps tm) {
   extern __shared__ __align__(128) unsigned char kg_smem[];
   /* swizzle patterns repeat every 1024 bytes: align the tiles to that */
   unsigned char *kg_tiles = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
-  __nv_bfloat16 *sA = (__nv_bfloat16 *)kg_tiles;  /* 5 stages of 128 x 64 (A, k innermost) */
-  __nv_bfloat16 *sB0 = sA + 40960;  /* 5 stages of 64 x 64 (B0, n innermost) */
-  __nv_bfloat16 *sB1 = sB0 + 20480;  /* 5 stages of 64 x 64 (B1, k innermost) */
+  __nv_bfloat16 *sA = (__nv_bfloat16 *)kg_tiles;  /* 3 stages of 128 x 64 (A, k innermost) */
+  __nv_bfloat16 *sB0 = sA + 24576;  /* 3 stages of 64 x 64 (B0, n innermost) */
+  __nv_bfloat16 *sB1 = sB0 + 12288;  /* 3 stages of 64 x 64 (B1, k innermost) */
   const int tid = (int)threadIdx.x;
   const int lane = tid % 32, warp = tid / 32;
   /* Output tile of this block: the blocks in flight together cover groups of 16
@@ -238,11 +238,11 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_
   const int ntiles = (int)((kend - kbeg + 63) / 64);
 
   /* one mbarrier per stage: the copies of a stage's tile complete on it */
-  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 163840);
+  uint64_t *kg_bars = (uint64_t *)(kg_tiles + 98304);
   if (tid == 0) {
-    for (int s = 0; s < 5; s++) kg_mbar_init(kg_bars + s, 1);
+    for (int s = 0; s < 3; s++) kg_mbar_init(kg_bars + s, 1);
     /* ws: a stage is empty again once every MMA warp has arrived on its second mbarrier */
-    for (int s = 0; s < 5; s++) kg_mbar_init(kg_bars + 5 + s, 8);
+    for (int s = 0; s < 3; s++) kg_mbar_init(kg_bars + 3 + s, 8);
     kg_mbar_init_fence();
   }
   __syncthreads();
@@ -257,17 +257,17 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_
   const bool bc1 = p.b_cs[1] == 0;
   int kload = 0;                       /* next K tile to copy */
   int wstage = 0;                      /* stage it goes to */
-  /* ws schedule. Producer (warpgroup 0, 40 registers): its thread 0 copies K tile kt into
-  ** stage kt % 5 once the MMA warps have released the tile 5 before it (empty
+  /* ws schedule. Producer (warpgroup 0, 24 registers): its thread 0 copies K tile kt into
+  ** stage kt % 3 once the MMA warps have released the tile 3 before it (empty
   ** mbarrier of the stage, one arrival per MMA warp), then leaves. MMA warpgroups 1..2
-  ** (232 registers): wait for the stage's copies (full mbarrier), queue its MMAs, and release
+  ** (104 registers): wait for the stage's copies (full mbarrier), queue its MMAs, and release
   ** the stage of the tile before once its MMAs are done: no block-wide barrier in the loop. */
-  uint64_t *kg_empty = kg_bars + 5;
+  uint64_t *kg_empty = kg_bars + 3;
   if (warp < 4) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 0) {
       for (int kt = 0; kt < ntiles; kt++) {
-        if (kt >= 5) kg_mbar_wait(kg_empty + wstage, (unsigned)((kt / 5 - 1) & 1));
+        if (kt >= 3) kg_mbar_wait(kg_empty + wstage, (unsigned)((kt / 3 - 1) & 1));
         if (tid == 0 && kload < ntiles) {
           uint64_t *bar = kg_bars + wstage;
           kg_mbar_expect(bar, 32768u);
@@ -277,12 +277,12 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_
           kg_tma_load(sB1 + wstage * 4096, &tm.b[1], bar, kc, (bc1 ? 0 : (int)n0), zb1);
         }
         kload++;
-        wstage = wstage + 1 == 5 ? 0 : wstage + 1;
+        wstage = wstage + 1 == 3 ? 0 : wstage + 1;
       }
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 104;\n" ::: "memory");
   /* warpgroup schedule: warpgroup g owns rows g*64 .. +63 of the tile, all 64 columns, of every product */
   const int wgm0 = (warp / 4 - 1) * 64, wl = warp % 4;
   float acc0[1][8][4];
@@ -322,8 +322,8 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_
     kg_wg_commit();
     kg_wg_wait<1>();
     /* the MMAs of tile kt-1 are done: its stage may be refilled */
-    if (kt > 0 && lane == 0) kg_mbar_arrive(kg_empty + (rstage == 0 ? 4 : rstage - 1));
-    if (++rstage == 5) { rstage = 0; phase ^= 1u; }
+    if (kt > 0 && lane == 0) kg_mbar_arrive(kg_empty + (rstage == 0 ? 2 : rstage - 1));
+    if (++rstage == 3) { rstage = 0; phase ^= 1u; }
   }
   kg_wg_wait<0>();
   const int tile = tile_m * (int)gridDim.x + tile_n;
@@ -381,19 +381,19 @@ __global__ void __launch_bounds__(384, 1) kg_dualgemm_cuda_tensorop_bf16_swiglu_
   }
 }
 
-static int64_t kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_tiles(const kg_dualgemm_args *args) {
+static int64_t kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(const kg_dualgemm_args *args) {
   return ((args->m + 128 - 1) / 128) * ((args->n + 64 - 1) / 64);
 }
 
 /* Workspace: serial split-K needs one int per output tile (256-byte padded)
 ** and NB m x n f32 partial sums; every other mode needs none. */
-extern "C" size_t kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_workspace(const kg_dualgemm_args *args) {
+extern "C" size_t kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
-  size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+  size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
   return sem + (size_t)2 * (size_t)args->m * (size_t)args->n * sizeof(float);
 }
 
-extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
+extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8(const kg_dualgemm_args *args, const kg_exec *exec) {
   kg_params p;
   cudaStream_t stream = (cudaStream_t)exec->stream;
   const int batched = args->mode == KG_MODE_BATCHED;
@@ -427,7 +427,7 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x
   p.sem = 0; p.partial = 0;
   cudaError_t e;
   if (p.slices > 1) {
-    size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
+    size_t sem = ((size_t)kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_tiles(args) * sizeof(int) + 255) & ~(size_t)255;
     p.sem = (int *)exec->workspace;
     p.partial = (float *)((char *)exec->workspace + sem);
     e = cudaMemsetAsync(exec->workspace, 0, sem, stream);
@@ -436,7 +436,7 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x
   dim3 grid((unsigned)((args->n + 64 - 1) / 64), (unsigned)((args->m + 128 - 1) / 128),
             (unsigned)(batched ? args->batch_count : p.slices));
   dim3 block(384);
-  e = cudaFuncSetAttribute(kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 164944);
+  e = cudaFuncSetAttribute(kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 99376);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   kg_tma_maps maps;
   {
@@ -471,7 +471,7 @@ extern "C" kg_status kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x
       return KG_ERROR_BACKEND;
     }
   }
-  kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s5_ws_a8_kernel<<<grid, block, 164944, stream>>>(p, maps);
+  kg_dualgemm_cuda_tensorop_bf16_swiglu_rrcx_d2_128x64x64_w4x2_s3_ws_a8_kernel<<<grid, block, 99376, stream>>>(p, maps);
   e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
