@@ -14,7 +14,9 @@
 **     tile, the MMAs of a tile overlapping the copies of the next. Copies are
 **     bulk tensor copies (d.tma: one thread, mbarrier per stage, tensor maps
 **     built by the host launcher) or, without d.tma, 16-byte asynchronous
-**     copies by every thread.
+**     copies by every thread. With the ws schedule (spec axis `schedule`) a
+**     producer warpgroup ahead of the MMA warpgroups issues the bulk copies,
+**     and per-stage full / empty mbarriers replace the block barrier (below).
 **   warp (d.tc: mma.sync m16n8k16 + ldmatrix on CUDA, MFMA 16x16x16 on HIP;
 **     copies via d.async_copy16: cp.async with zero-fill / plain 16-byte
 **     loads): each warp loads register fragments of its WTM x WTN tile,
