@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(384, 1) kg_gemm_cuda_tensorop_f16_rcx_128x128x
   for (int kt = 0; kt < ntiles; kt++) {
     /* tile kt has landed */
     kg_mbar_wait(kg_bars + rstage, phase);
-    /* queue the MMAs of tile kt first, then refill the stage of tile kt-2 while they run */
+    /* queue the MMAs of tile kt */
     kg_wg_fence();
     const uint32_t oa = (uint32_t)rstage * 16384u;
     const uint32_t ob0 = (uint32_t)rstage * 16384u;
