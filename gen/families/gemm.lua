@@ -170,7 +170,7 @@ function F.legal(v)
     if v.stages < 2 then return "tensorop pipelines need stages >= 2; allowed: 2, 3, 4, 5, 6, 8", "stages" end
     if v.schedule == "ws" and not F.ws_fits(v) then
       return "the ws schedule needs CUDA and warpgroups of m64 blocks (warps a multiple of 4 splitting M "
-        .. "into 64-row blocks, e.g. tile 128x256x64 on 2x4 warps); allowed: schedule = sync", "schedule"
+        .. "into 64-row blocks, e.g. tile 128x128x64 on 2x4 warps); allowed: schedule = sync", "schedule"
     end
     -- + alignment of the swizzled tiles and the mbarriers (ws: two per stage)
     local smem = v.stages * (tm + nb * tn) * tk * SIZE[v.dtype] + 1024 + 16 * v.stages

@@ -24,8 +24,9 @@
 ** failure, 2 when a CUDA call fails.
 **
 ** An argument runs only the variants whose name contains it (the dispatch
-** checks still run over those). KG_TEST_TIME=1 additionally times every tensorop variant at 4096^3 (median
-** of CUDA-event timings) and prints TFLOP/s.
+** checks still run over those). KG_TEST_TIME=1 additionally times every
+** tensorop variant at 4096^3 (median of CUDA-event timings) and prints
+** TFLOP/s.
 */
 #include <pthread.h>
 #include <stdarg.h>
