@@ -48,19 +48,19 @@ typedef struct kg_params {
 ** every block waited for has already started: no deadlock. */
 [[maybe_unused]] static __device__ __forceinline__ void kg_tile_acquire(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 128) {
       while (atomicAdd(&p.sem[tile], 0) != slice) { }
       __threadfence();
     }
-    __syncthreads();
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
   }
 }
 
 [[maybe_unused]] static __device__ __forceinline__ void kg_tile_release(const kg_params &p, int tile, int slice) {
   if (p.slices > 1) {
     __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) atomicExch(&p.sem[tile], slice + 1);
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+    if (threadIdx.x == 128) atomicExch(&p.sem[tile], slice + 1);
   }
 }
 
@@ -297,14 +297,7 @@ __global__ void __launch_bounds__(384, 1) kg_gemm_cuda_tensorop_bf16_ccx_128x128
   }
   kg_wg_wait<0>();
   const int tile = tile_m * (int)gridDim.x + tile_n;
-  /* kg_tile_acquire / kg_tile_release among the MMA warps (named barrier 1; the producer has left) */
-  if (p.slices > 1) {
-    if (tid == 128) {
-      while (atomicAdd(&p.sem[tile], 0) != slice) { }
-      __threadfence();
-    }
-    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
-  }
+  kg_tile_acquire(p, tile, slice);
 #pragma unroll
   for (int i = 0; i < 1; i++) {
 #pragma unroll
@@ -322,11 +315,7 @@ __global__ void __launch_bounds__(384, 1) kg_gemm_cuda_tensorop_bf16_ccx_128x128
       }
     }
   }
-  if (p.slices > 1) {
-    __threadfence();
-    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
-    if (tid == 128) atomicExch(&p.sem[tile], slice + 1);
-  }
+  kg_tile_release(p, tile, slice);
 }
 
 static int64_t kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s4_ws_a8_tiles(const kg_gemm_args *args) {
