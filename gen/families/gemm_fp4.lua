@@ -26,15 +26,27 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
 -- the warpgroup form), each its own blocks, that dequantize the weights again
 -- (their reads shared through L2). Measured on the H200 against the dequantize
--- path (bench/results, K = 4096 unless noted), us: GEMM m = 256: 4096x4096 35.8
+-- path with the sync GEMMs of the time (bench/results, K = 4096 unless noted), us: GEMM m = 256: 4096x4096 35.8
 -- against 74.8, 14336x4096 99.4 against 122.4, 4096x14336 95.7 against 230.4;
 -- m = 384: 57.9 / 146.6 / 181.1 against 75.2 / 170.1 / 230.6; m = 512: 57.9 /
 -- 196.2 / 182.9 against 75.8 / 178.5 / 231.6 (the one shape the path wins);
 -- DualGemm 14336x4096, m = 256 213.4 against 242.1, m = 384 314.6 against 315.0,
 -- m = 512 364.7 against 383.7. Above, every 128 rows of A cost the slices one more
 -- decode of the weights, while the path's time grows more slowly with m (m = 1024:
--- 84 / 302 / 262 us, bench/results 9991c7c).
+-- 84 / 302 / 262 us, bench/results 9991c7c). Callers that give the path no workspace
+-- get these kernels up to here.
 F.MAX_M = { warp = 16, skinny = 512 }
+-- Largest m at which a small-M kernel is preferred to the dequantize path (kg.h) on the
+-- GPU: above it, up to MAX_M, the path runs where the caller gives its workspace (the
+-- kernel still runs without one). Measured on the H200 after the path's bf16 GEMM and
+-- DualGemm took the ws schedule (bench/results 2026-12-02 f73f6c1), kernel against path, us,
+-- 14336x4096 / 4096x14336 / 4096x4096: NVFP4 GEMM m = 320 143.9 / 151.9 / 50.0 against
+-- 146.4 / 143.3 / 48.9; m = 384 145.1 / 151.8 / 50.6 against 143.8 / 143.3 / 47.4; m = 512
+-- 196.1 / 153.7 / 50.7 against 171.1 / 152.0 / 48.3 (MXFP4 alike within 4%); DualGemm
+-- 14336x4096 NVFP4 / MXFP4 m = 320 270.8 / 255.9 against 308.7 / 291.6, m = 384 324.0 /
+-- 306.2 against 283.4 / 265.1, m = 512 376.7 / 351.9 against 338.5 / 314.2 (m = 448: the
+-- kernel 6-9% ahead); m = 256: the kernel ahead everywhere (by 16-55%).
+F.PATH_M = { skinny = 320 }
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
 -- warp takes TILES tiles of 16 weight rows (one A fragment feeds them all; the
@@ -150,6 +162,7 @@ function F.common_descriptor(v, d)
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
     ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.MAX_M[v.kernel] or 0),
+    ".path_m = " .. tostring(F.PATH_M[v.kernel] or 0),
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }

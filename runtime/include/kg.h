@@ -410,7 +410,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks a kernel
 ** without an m limit (the `mma` kernels: m above the small-M limits, or no small-M kernel takes
-** the problem) and exec->workspace holds kg_gemm_fp4_workspace_size's bytes
+** the problem) or a `skinny` kernel for m > 320 (up to its 512 the two are within about 15%
+** of each other on the H200; the path ahead more often) and exec->workspace holds kg_gemm_fp4_workspace_size's bytes
 ** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead
 ** dequantizes the FP4 operands into the workspace with the kg_fp4_dequantize
 ** variants (W, or W0 and W1 with all their scale groups, and A for W4A4, as
@@ -421,7 +422,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** m. With less workspace than the size query (NULL, 0, too small,
 ** misaligned) the call runs the in-kernel variant as before and still
 ** succeeds. The size query is 0 where the path
-** does not apply: the C backend (its blocked kernels), the small-M kernels,
+** does not apply: the C backend (its blocked kernels), the small-M kernels
+** (skinny: m <= 320),
 ** exec->variant naming an FP4 variant, f16 with MXFP4 (e2m1 * 2^(e-127) can
 ** leave f16's range) or with NVFP4 global scales, and problems for which
 ** kg_gemm / kg_dualgemm would not run a tensor-core variant (their 8-element

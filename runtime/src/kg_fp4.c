@@ -882,9 +882,11 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
       kg__say(sink, "dequantize path: not taken: exec->variant forces %s\n", ch->v->name);
       return KG_SUCCESS;
     }
-    if (ch->v->max_m > 0) {
-      kg__say(sink, "dequantize path: not taken: %s takes m = %lld (a small-M kernel)\n", ch->v->name,
-              (long long)ch->call.key.mm->m);
+    /* a small-M kernel keeps m up to its path_m (all its m where that is 0); above, the path
+    ** runs where it can, else the kernel */
+    const long long m = (long long)ch->call.key.mm->m;
+    if (ch->v->max_m > 0 && (ch->v->path_m == 0 || m <= ch->v->path_m)) {
+      kg__say(sink, "dequantize path: not taken: %s takes m = %lld (a small-M kernel)\n", ch->v->name, m);
       return KG_SUCCESS;
     }
   } else if (exec->backend == KG_BACKEND_C) {

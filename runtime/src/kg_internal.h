@@ -175,6 +175,8 @@ typedef struct kg_variant {
   unsigned modes;         /* KG_MODE_BIT set */
   int align;              /* elements: pointers, lds, batch strides must be multiples */
   int max_m;              /* largest m the variant takes; 0: no limit */
+  int path_m;             /* FP4 small-M kernels: above this m the GPU dequantize path runs
+                          ** instead where the workspace allows; 0: never */
   int tile_m, tile_n, tile_k, stages;
   kg_gemm_launch_fn gemm_launch;
   kg_gemm_workspace_fn gemm_workspace;

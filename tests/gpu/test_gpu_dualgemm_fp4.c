@@ -37,7 +37,8 @@
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
-** kg_explain names the limit; dispatch picks a skinny variant for m = 512, no workspace),
+** kg_explain names the limit; dispatch picks a skinny variant for m = 320 with or without a workspace
+** and for m = 512 without one; with one the dequantize path where it applies, above path_m = 320),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
@@ -86,7 +87,7 @@ static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 /* ---- variants ---------------------------------------------------------------------------------- */
 typedef struct dvar {
   const char *name;
-  int max_m, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
+  int max_m, path_m, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
 } dvar;
 
 static int parse_layout(const char *s, int *l) {
@@ -106,6 +107,7 @@ static int parse_dvar(const char *name, dvar *v) {
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
   if (nt != 6 && nt != 8) return 0;
   v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
+  v->path_m = !strcmp(tok[0], "skinny") ? 320 : 0;   /* the dequantize path above it, given the workspace */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -508,15 +510,30 @@ static int run_dual_statuses(const dvar *v) {
     kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
     if (!strstr(buf, want)) { printf("FAIL %s: explain for m = %lld: %.300s\n", v->name, (long long)m, buf); ok = 0; }
   }
-  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {   /* skinny: dispatch picks it for m <= its limit, no workspace */
-    const char *sel = NULL;
-    size_t ws = 1;
-    kg_exec d = exec_for(NULL);
-    a.m = v->max_m;
-    if (kg_dualgemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
-        kg_dualgemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || ws != 0) {
-      printf("FAIL %s: dispatch for m = %d chose %s (workspace %zu bytes)\n", v->name, v->max_m, sel ? sel : "-", ws);
-      ok = 0;
+  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {
+    /* skinny: dispatch picks it for m <= its path_m (320) with or without a workspace (the size
+    ** query is 0), and for m up to its limit without one; above path_m the size query is > 0 where
+    ** the dequantize path applies (bf16 SwiGLU / GeGLU storing D2 only), and given that workspace the
+    ** path runs */
+    for (int t = 0; t < 2; t++) {
+      const char *sel = NULL, *sel_ws = NULL;
+      size_t ws = 1;
+      kg_exec d = exec_for(NULL);
+      a.m = t ? v->max_m : v->path_m;
+      int bad = kg_dualgemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+                kg_dualgemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || (t == 0 && ws != 0) ||
+                (t == 1 && v->bf && v->op != KG_DUAL_MUL && !v->sd0 && !v->sd1 && ws == 0);
+      if (!bad && ws > 0) {
+        uint8_t *dW = dev_alloc(ws);
+        d.workspace = dW; d.workspace_size = ws;
+        bad = kg_dualgemm_fp4_select(&a, &d, &sel_ws) != KG_SUCCESS || strncmp(sel_ws, "dequantize + kg_dualgemm_", 25) != 0;
+        dev_free(dW);
+      }
+      if (bad) {
+        printf("FAIL %s: dispatch for m = %lld chose %s (workspace %zu bytes; with it: %s)\n", v->name, (long long)a.m,
+               sel ? sel : "-", ws, sel_ws ? sel_ws : "-");
+        ok = 0;
+      }
     }
   }
   a.m = 4;

@@ -40,7 +40,8 @@
 ** must be untouched. Statuses: m above the limit of a warp (16) or skinny (512) kernel ->
 ** KG_ERROR_NOT_SUPPORTED (with a kg_explain line saying the limit), a misaligned lda ->
 ** KG_ERROR_MISALIGNED_OPERAND, odd k -> KG_ERROR_INVALID_PROBLEM, and nothing written; dispatch picks a
-** skinny variant for m = 512 (no workspace: the dequantize path is not taken).
+** skinny variant for m = 320 with or without a workspace, and for m = 512 without one (with one the
+** dequantize path, above its path_m of 320).
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
 ** NULL), once without a workspace (select must name the variant) and once with a workspace of
 ** kg_gemm_fp4_workspace_size's bytes filled with NaN bytes: on the GPU the size must be > 0 exactly for
@@ -77,7 +78,7 @@ static uint64_t g_rng = 88172645463325252ull;
 static uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
 static double uni(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
 
-typedef struct gvar { const char *name; int max_m, format, bf, layout, a_fp4, layout_a; } gvar;
+typedef struct gvar { const char *name; int max_m, path_m, format, bf, layout, a_fp4, layout_a; } gvar;
 
 static int layout_of(const char *lay) {
   return !strcmp(lay, "linear") ? KG_SF_LINEAR : !strcmp(lay, "128x4") ? KG_SF_SWIZZLED_128X4
@@ -93,6 +94,7 @@ static int parse(const char *name, gvar *v) {
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
   v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
+  v->path_m = !strcmp(tok[0], "skinny") ? 320 : 0;   /* the dequantize path above it, given the workspace */
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->layout = layout_of(tok[3] + 2);
@@ -324,15 +326,28 @@ static int run_statuses(const gvar *v) {
     kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
     if (!strstr(buf, want)) { printf("FAIL %s: explain for m = %lld: %s\n", v->name, (long long)m, buf); ok = 0; }
   }
-  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {   /* skinny: dispatch picks it for m <= its limit, no workspace */
-    const char *sel = NULL;
-    size_t ws = 1;
-    kg_exec d = exec_for(NULL);
-    a.m = v->max_m;
-    if (kg_gemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
-        kg_gemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || ws != 0) {
-      printf("FAIL %s: dispatch for m = %d chose %s (workspace %zu bytes)\n", v->name, v->max_m, sel ? sel : "-", ws);
-      ok = 0;
+  if (v->max_m > 16 && BACKEND != KG_BACKEND_C) {
+    /* skinny: dispatch picks it for m <= its path_m (320) with or without a workspace (the size
+    ** query is 0), and for m up to its limit without one; above path_m the size query is > 0 where
+    ** the dequantize path applies (always for bf16 here), and given that workspace the path runs */
+    for (int t = 0; t < 2; t++) {
+      const char *sel = NULL, *sel_ws = NULL;
+      size_t ws = 1;
+      kg_exec d = exec_for(NULL);
+      a.m = t ? v->max_m : v->path_m;
+      int bad = kg_gemm_fp4_select(&a, &d, &sel) != KG_SUCCESS || strcmp(sel, v->name) != 0 ||
+                kg_gemm_fp4_workspace_size(&a, &d, &ws) != KG_SUCCESS || (t == 0 && ws != 0) || (t == 1 && v->bf && ws == 0);
+      if (!bad && ws > 0) {
+        uint8_t *dW = dev_alloc(ws);
+        d.workspace = dW; d.workspace_size = ws;
+        bad = kg_gemm_fp4_select(&a, &d, &sel_ws) != KG_SUCCESS || strncmp(sel_ws, "dequantize + kg_gemm_", 21) != 0;
+        dev_free(dW);
+      }
+      if (bad) {
+        printf("FAIL %s: dispatch for m = %lld chose %s (workspace %zu bytes; with it: %s)\n", v->name, (long long)a.m,
+               sel ? sel : "-", ws, sel_ws ? sel_ws : "-");
+        ok = 0;
+      }
     }
   }
   a.m = 4;

@@ -67,6 +67,8 @@ describe("dualgemm_fp4 family", function()
       end
       local max_m = ({ warp = "16", skinny = "512" })[v.kernel] or "0"
       assert.is_truthy(text:find(".max_m = " .. max_m, 1, true), text)
+      local path_m = v.kernel == "skinny" and "320" or "0"   -- the dequantize path above it (kg.h)
+      assert.is_truthy(text:find(".path_m = " .. path_m, 1, true), text)
     end
   end)
 

@@ -98,7 +98,7 @@ describe("gemm_fp4 family", function()
       else
         assert.is_truthy(text:find(".a_fp4 = 0", 1, true) and text:find(".sf_layout_a = -1", 1, true), text)
       end
-      if v.kernel == "mma" then assert.is_truthy(text:find(".max_m = 0", 1, true), text) end
+      if v.kernel == "mma" then assert.is_truthy(text:find(".max_m = 0", 1, true) and text:find(".path_m = 0", 1, true), text) end
     end
   end)
 
@@ -133,7 +133,8 @@ describe("gemm_fp4 family", function()
     table.sort(got)
     assert.are.same({ "kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear", "kg_fp4gemm_cuda_skinny_nvfp4_bf16_sflinear" }, got)
     local text = table.concat(gemm_fp4.descriptor(variants[1], require("dialects.cuda")), "\n")
-    assert.is_truthy(text:find('.kernel = "skinny"', 1, true) and text:find(".max_m = 512", 1, true), text)
+    assert.is_truthy(text:find('.kernel = "skinny"', 1, true) and text:find(".max_m = 512", 1, true)
+                     and text:find(".path_m = 320", 1, true), text)
     assert.is_true(gemm_fp4.rank(variants[1]) > gemm_fp4.rank({ kernel = "warp" }))
     variants, errors = expand_fields({ backend = "hip", kernel = "skinny", dtype = "bf16", format = "nvfp4" })
     assert.are.equal(0, #variants)
