@@ -551,6 +551,10 @@ kg_status kg_fp4gemm_hip_warp_nvfp4_bf16_sf128x4_afp4_sfa8x4(const kg_gemm_fp4_a
 #ifdef KG_WITH_CUDA
 kg_status kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_skinny_bf16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_tensorop_bf16_rcx_64x64x64_w2x2_s6_ws_tps2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_tensorop_bf16_rcx_64x64x64_w2x2_s6_ws_tps2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_tensorop_bf16_rrx_64x64x64_w2x2_s6_ws_tps2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_tensorop_bf16_rrx_64x64x64_w2x2_s6_ws_tps2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s4_ws_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_bf16_ccx_128x128x64_w2x4_s4_ws_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_bf16_crx_128x128x64_w2x4_s4_ws_a8(const kg_gemm_args *args, const kg_exec *exec);
@@ -563,6 +567,10 @@ kg_status kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1(const kg_gemm_args *args, c
 size_t kg_gemm_cuda_simt_bf16_xxx_64x64x8_w2x2_a1_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_s4_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_skinny_f16_rcx_16x32x8_w4x2_s4_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_tensorop_f16_rcx_64x64x64_w2x2_s6_ws_tps2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_tensorop_f16_rcx_64x64x64_w2x2_s6_ws_tps2_a8_workspace(const kg_gemm_args *args);
+kg_status kg_gemm_cuda_tensorop_f16_rrx_64x64x64_w2x2_s6_ws_tps2_a8(const kg_gemm_args *args, const kg_exec *exec);
+size_t kg_gemm_cuda_tensorop_f16_rrx_64x64x64_w2x2_s6_ws_tps2_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s4_ws_a8(const kg_gemm_args *args, const kg_exec *exec);
 size_t kg_gemm_cuda_tensorop_f16_ccx_128x128x64_w2x4_s4_ws_a8_workspace(const kg_gemm_args *args);
 kg_status kg_gemm_cuda_tensorop_f16_crx_128x128x64_w2x4_s4_ws_a8(const kg_gemm_args *args, const kg_exec *exec);

@@ -60,6 +60,11 @@ F.axes = {
     default = function(v) return F.ws_fits(v) and default_of(v, "schedule", "sync") or "sync" end },
   { name = "align", values = { 1, 2, 4, 8 },
     default = function(v) return (v.kernel == "tensorop" or v.kernel == "skinny") and 8 or 1 end },
+  -- GPU: the variant takes a problem only while its tiles (of the variant's size, times the
+  -- batches or K slices) number at most this many per SM of the device; 0: any problem.
+  -- Dispatch tries such variants first: a small tile for the problems that would leave the
+  -- SMs of a large one idle (bf16 m = 128, n = 4096: 32 tiles of 128x128 on 132 SMs).
+  { name = "max_tiles_per_sm", values = { 0, 1, 2, 4 }, default = 0 },
 }
 
 local function dims(s)
@@ -96,6 +101,10 @@ local function warps_for(tm, tn, min)
 end
 
 function F.legal(v)
+  if v.max_tiles_per_sm > 0 and v.backend == "c" then
+    return "max_tiles_per_sm limits GPU variants by the device's SMs, the C backend has none; allowed: max_tiles_per_sm = 0",
+      "max_tiles_per_sm"
+  end
   if v.schedule == "ws" and v.kernel ~= "tensorop" then
     return "the ws schedule is a tensorop schedule; allowed: schedule = sync", "schedule"
   end
@@ -205,6 +214,7 @@ function F.name_of(v)
   if v.kernel ~= "blocked" then parts[#parts + 1] = "w" .. v.warps end
   if v.kernel == "tensorop" or v.kernel == "skinny" then parts[#parts + 1] = "s" .. fmt.int(v.stages) end
   if v.schedule == "ws" then parts[#parts + 1] = "ws" end
+  if v.max_tiles_per_sm > 0 then parts[#parts + 1] = "tps" .. fmt.int(v.max_tiles_per_sm) end
   parts[#parts + 1] = "a" .. fmt.int(v.align)
   return table.concat(parts, "_")
 end
@@ -213,10 +223,12 @@ function F.template(v)
   return "gemm/" .. v.kernel .. ".kgt"
 end
 
--- Dispatch order inside one key: higher rank first.
+-- Dispatch order inside one key: higher rank first; of one kernel, the variants for small
+-- problems (max_tiles_per_sm) before the others.
 function F.rank(v)
   local r = ({ blocked = 0, simt = 100, tensorop = 200, skinny = 300 })[v.kernel]
   for _, l in ipairs({ v.layout_a, v.layout_b, v.layout_cd }) do if l ~= "any" then r = r + 10 end end
+  if v.max_tiles_per_sm > 0 then r = r + 50 end
   return r + v.align
 end
 
@@ -239,7 +251,8 @@ function F.descriptor(v, d)
     ".layout_a = " .. LAYOUT_ENUM[v.layout_a], ".layout_b = " .. LAYOUT_ENUM[v.layout_b],
     ".layout_cd = " .. LAYOUT_ENUM[v.layout_cd],
     v.kernel == "skinny" and ".modes = KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED)" or ".modes = KG_MODES_ALL",
-    ".max_m = " .. fmt.int(v.kernel == "skinny" and tm or 0), ".align = " .. fmt.int(v.align),
+    ".max_m = " .. fmt.int(v.kernel == "skinny" and tm or 0), ".max_tiles_per_sm = " .. fmt.int(v.max_tiles_per_sm),
+    ".align = " .. fmt.int(v.align),
     ".tile_m = " .. fmt.int(tm), ".tile_n = " .. fmt.int(tn), ".tile_k = " .. fmt.int(tk),
     ".stages = " .. fmt.int(v.stages),
     ".gemm_launch = " .. v.name, ".gemm_workspace = " .. v.name .. "_workspace",

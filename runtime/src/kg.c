@@ -328,6 +328,18 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
   }
   if (v->backend != KG_BACKEND_C && (p->m + v->tile_m - 1) / v->tile_m > 65535)
     return "m needs more than 65535 tiles (grid y limit)";
+  if (v->max_tiles_per_sm > 0 && v->backend != KG_BACKEND_C && !exec->variant) {
+    /* a preference, not a limit of the kernel: a variant forced by name runs any size.
+    ** In double: the product of the four counts may pass int64. */
+    const int sms = kg__sm_count(v->backend);
+    const double tiles = (double)((p->m + v->tile_m - 1) / v->tile_m) * (double)((p->n + v->tile_n - 1) / v->tile_n) *
+                         (double)p->batch_count * (double)p->slices;
+    if (tiles > (double)v->max_tiles_per_sm * sms) {
+      snprintf(why, sizeof why, "%.0f tiles of %dx%d, above the variant's %d per SM on %d SMs (for problems "
+               "that leave a larger tile's SMs idle)", tiles, v->tile_m, v->tile_n, v->max_tiles_per_sm, sms);
+      return why;
+    }
+  }
   if (v->align > 1) {
     for (int i = 0; i < p->nops; i++) {
       const kg__operand *o = &p->ops[i];
@@ -343,6 +355,11 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
     }
   }
   return NULL;
+}
+
+int kg__sm_count(kg_backend b) {
+  const int n = b == KG_BACKEND_CUDA ? kg__cuda_sm_count() : b == KG_BACKEND_HIP ? kg__hip_sm_count() : 1;
+  return n > 0 ? n : 1;
 }
 
 kg_status kg__first_fit(kg_op op, kg__rejects_fn rejects, const void *ctx, const kg_exec *exec,

@@ -283,11 +283,6 @@ void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t
   *chunks = nc;
 }
 
-static int kg__sm_count(kg_backend b) {
-  int n = b == KG_BACKEND_CUDA ? kg__cuda_sm_count() : b == KG_BACKEND_HIP ? kg__hip_sm_count() : 1;
-  return n > 0 ? n : 1;
-}
-
 /* Plan of decode variant v for key k: chunks per request and their size.
 ** Forced: chunks of forced_chunk tokens. C backend or unknown length: one
 ** chunk. GPU: the (request, kv head, group tile) blocks fill sm *

@@ -175,6 +175,8 @@ typedef struct kg_variant {
   unsigned modes;         /* KG_MODE_BIT set */
   int align;              /* elements: pointers, lds, batch strides must be multiples */
   int max_m;              /* largest m the variant takes; 0: no limit */
+  int max_tiles_per_sm;   /* GEMM / DualGemm on GPUs: most tiles (tile_m x tile_n, times batches
+                          ** or K slices) per SM of the device the variant takes; 0: no limit */
   int path_m;             /* FP4 small-M kernels: above this m the GPU dequantize path runs
                           ** instead where the workspace allows; 0: never */
   int tile_m, tile_n, tile_k, stages;
@@ -253,6 +255,8 @@ void kg__decode_split(int64_t blocks, int64_t max_len, int64_t sm_count, int64_t
 ** once per process by the backend glue; 0 when unknown. */
 int kg__cuda_sm_count(void);
 int kg__hip_sm_count(void);
+/* SMs (CUs) of backend b's current device; 1 for the C backend or when unknown. */
+int kg__sm_count(kg_backend b);
 
 /* Element strides of a matrix stored with layout l and leading dimension ld:
 ** X[i][j] sits at i*(*rs) + j*(*cs). */

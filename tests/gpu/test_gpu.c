@@ -19,7 +19,9 @@
 **     the written region must still hold the poison, NaN never passes;
 **   - one 1024x1024x2048 case per tensorop variant.
 ** Also: kg_gemm without a forced variant on aligned bf16 row/col must pick a
-** tensorop variant, and a misaligned ld must be refused by tensorop variants.
+** tensorop variant, and a misaligned ld must be refused by tensorop variants;
+** a variant for small problems (max_tiles_per_sm) is picked at m = 128, n = 4096
+** and not at m = 1024 unless forced.
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any
 ** failure, 2 when a CUDA call fails.
 **
@@ -389,6 +391,54 @@ out:
 
 /* ---- checks beyond one variant ------------------------------------------ */
 
+/* Variants for small problems (max_tiles_per_sm, "_tps" in the name): dispatch picks each for
+** m = 128, n = 4096 (its key, aligned), and not for m = 1024 (more tiles than its limit per SM of
+** this device; kg_explain says so); forced by name it takes the larger problem too. */
+static void check_dispatch_small(const vinfo *vs, int nv) {
+  const int64_t M = 1024, N = 4096, K = 256;
+  void *a, *b, *d;
+  CK(cudaMalloc(&a, (size_t)(M * K * 2)));
+  CK(cudaMalloc(&b, (size_t)(N * K * 2)));
+  CK(cudaMalloc(&d, (size_t)(M * N * 4)));
+  static char buf[16384];
+  for (int i = 0; i < nv; i++) {
+    const vinfo *v = &vs[i];
+    if (!strstr(v->name, "_tps")) continue;
+    kg_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.mode = KG_MODE_GEMM; g.n = N; g.k = K; g.batch_count = 1; g.split_k_slices = 1;
+    g.type_ab = v->tab; g.type_cd = v->tcd;
+    g.layout_a = v->lay[0] == KG_COL ? KG_COL : KG_ROW;
+    g.layout_b = v->lay[1] == KG_ROW ? KG_ROW : KG_COL;
+    g.layout_cd = v->lay[2] == KG_COL ? KG_COL : KG_ROW;
+    g.a = a; g.b = b; g.d = d; g.alpha = 1.0f;
+    kg_exec ex;
+    memset(&ex, 0, sizeof ex);
+    ex.backend = KG_BACKEND_CUDA;
+    for (int big = 0; big < 3; big++) {
+      g.m = big ? M : 128;
+      g.lda = g.layout_a == KG_ROW ? K : g.m;
+      g.ldb = g.layout_b == KG_COL ? K : N;
+      g.ldd = g.layout_cd == KG_ROW ? N : g.m;
+      ex.variant = big == 2 ? v->name : NULL;
+      const char *name = NULL;
+      kg_status st = kg_gemm_select(&g, &ex, &name);
+      const int picked = st == KG_SUCCESS && name && !strcmp(name, v->name);
+      int ok = big == 1 ? st == KG_SUCCESS && !picked : picked;
+      if (ok && big == 1) {
+        kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
+        ok = strstr(buf, "tiles of") && strstr(buf, "per SM on");
+      }
+      if (!ok) {
+        printf("FAIL %s: m = %lld%s: dispatch picked %s (%s)\n", v->name, (long long)g.m, big == 2 ? ", forced" : "",
+               name ? name : "nothing", kg_status_string(st));
+        g_fail++;
+      } else g_pass++;
+    }
+  }
+  CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
+}
+
 /* kg_gemm without a forced variant on aligned bf16 row/col picks tensorop; a
 ** misaligned ld makes every tensorop variant refuse. */
 static void check_dispatch(const vinfo *vs, int nv) {
@@ -432,6 +482,7 @@ static void check_dispatch(const vinfo *vs, int nv) {
     } else g_pass++;
   }
   CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
+  check_dispatch_small(vs, nv);
 }
 
 static int cmp_float(const void *x, const void *y) {

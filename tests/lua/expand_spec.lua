@@ -298,7 +298,7 @@ describe("gen/kgen list and explain", function()
     assert.are.same({
       backend = "hip", kernel = "tensorop", dtype = "f16", out_dtype = "f32",
       layout_a = "row", layout_b = "col", layout_cd = "any",
-      tile = "128x128x32", warps = "2x2", stages = "3", schedule = "sync", align = "8",
+      tile = "128x128x32", warps = "2x2", stages = "3", schedule = "sync", align = "8", max_tiles_per_sm = "0",
     }, axes)
     assert.are.equal(3 + #gemm.axes, #lines)
   end)

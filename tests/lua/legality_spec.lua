@@ -120,6 +120,14 @@ describe("gemm legality", function()
     expect_illegal(with({ tile = "128x256x64", warps = "2x4", stages = 5 }), "stages", "allowed: stages = 2 .. 4")
   end)
 
+  it("limits tiles per SM on GPU backends only", function()
+    assert.is_nil(legal({ backend = "cuda", kernel = "tensorop", dtype = "bf16", layout_a = "row", layout_b = "col",
+      tile = "64x64x64", warps = "2x2", stages = 6, max_tiles_per_sm = 2 }))
+    assert.is_nil(legal({ backend = "hip", kernel = "simt", dtype = "f32", max_tiles_per_sm = 1 }))
+    expect_illegal({ backend = "c", dtype = "f32", max_tiles_per_sm = 2 }, "max_tiles_per_sm", "GPU variants",
+      "max_tiles_per_sm = 0")
+  end)
+
   it("rejects simt tiles, warps and stages that do not fit", function()
     expect_illegal({ backend = "cuda", dtype = "f32", stages = 2 }, "stages", "single-stage")
     expect_illegal({ backend = "hip", dtype = "f32", tile = "64x64x32" }, "tile", "K = 8")
@@ -185,6 +193,6 @@ describe("gemm legality", function()
     local d = gemm.describe(H.full(gemm, { backend = "cuda", kernel = "tensorop", dtype = "f16",
       tile = "128x128x32", warps = "2x2", stages = 3 }))
     assert.are.equal("backend=cuda kernel=tensorop dtype=f16 out_dtype=f16 layout_a=any layout_b=any layout_cd=any "
-      .. "tile=128x128x32 warps=2x2 stages=3 schedule=ws align=8", d)
+      .. "tile=128x128x32 warps=2x2 stages=3 schedule=ws align=8 max_tiles_per_sm=0", d)
   end)
 end)

@@ -112,6 +112,8 @@ describe("kg_table.c", function()
       "gemm { backend = \"cuda\", kernel = \"simt\", dtype = \"f16\", layout_a = \"row\", layout_b = \"row\", layout_cd = \"row\" }",
       "gemm { backend = \"cuda\", kernel = \"tensorop\", dtype = \"f16\", layout_a = \"row\", layout_b = { \"row\", \"col\" },",
       "       tile = \"128x128x32\", warps = \"2x2\", stages = 3 }",
+      "gemm { backend = \"cuda\", kernel = \"tensorop\", dtype = \"f16\", layout_a = \"row\", layout_b = \"col\",",
+      "       tile = \"64x64x64\", warps = \"2x2\", stages = 6, max_tiles_per_sm = 2 }",
       "gemm { backend = \"cuda\", kernel = \"tensorop\", dtype = \"f16\", layout_a = \"col\", layout_b = \"row\",",
       "       layout_cd = \"row\", tile = \"128x128x32\", warps = \"2x2\", stages = 3 }",
       "gemm { backend = \"c\", dtype = \"f32\" }",
@@ -127,6 +129,7 @@ describe("kg_table.c", function()
       return t
     end
     assert.are.same({
+      "kg_gemm_cuda_tensorop_f16_rcx_64x64x64_w2x2_s6_ws_tps2_a8",   -- small problems first
       "kg_gemm_cuda_tensorop_f16_crr_128x128x32_w2x2_s3_ws_a8",
       "kg_gemm_cuda_tensorop_f16_rcx_128x128x32_w2x2_s3_ws_a8",
       "kg_gemm_cuda_tensorop_f16_rrx_128x128x32_w2x2_s3_ws_a8",
@@ -139,9 +142,11 @@ describe("kg_table.c", function()
       names_of("KG_BACKEND_C|KG_F32|KG_F32"))
     assert.are.same({ "kg_gemm_hip_simt_f32_xxx_64x64x8_w2x2_a1" }, names_of("KG_BACKEND_HIP|KG_F32|KG_F32"))
     -- descriptor fields follow the variant
-    local e = groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].fields
-    assert.are.same({ "KG_COL", "KG_ROW", "KG_ROW", "8", "128", "128", "32", "3", "\"sm_90a\"" },
-      { e.layout_a, e.layout_b, e.layout_cd, e.align, e.tile_m, e.tile_n, e.tile_k, e.stages, e.arch })
+    local e = groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][2].fields
+    assert.are.same({ "KG_COL", "KG_ROW", "KG_ROW", "8", "128", "128", "32", "3", "\"sm_90a\"", "0" },
+      { e.layout_a, e.layout_b, e.layout_cd, e.align, e.tile_m, e.tile_n, e.tile_k, e.stages, e.arch, e.max_tiles_per_sm })
+    assert.are.same({ "64", "64", "2" }, { groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].fields.tile_m,
+      groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].fields.tile_n, groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].fields.max_tiles_per_sm })
     -- the spec location of each entry is its call line
     for _, x in ipairs(entries) do assert.is_truthy(x.spec:match("/mix%.lua:%d+$"), x.spec) end
     assert.is_truthy(groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].spec:match(":6$"))
