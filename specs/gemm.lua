@@ -30,8 +30,8 @@ gemm {
 
 -- CUDA problems too small to fill the SMs with those tiles (bf16 m = 128, n = 4096: 32 of
 -- 128x128 on 132 SMs): 64x64 tiles, two blocks per SM, for problems of at most two such tiles
--- per SM; dispatch tries them first (H200, m = 128: n = 4096, k = 4096 0.77x cuBLAS against
--- 0.53x; k = 14336 0.72x against 0.51x; bench/results/2026-12-02_h200_*_small-tiles.txt).
+-- per SM; dispatch tries them first (H200, m = 128: n = 4096, k = 4096 0.80x cuBLAS against
+-- 0.53x; k = 14336 0.76x against 0.51x; bench/results/2026-12-02_h200_62bfb48_small-tiles.txt).
 gemm {
   backend = "cuda",
   kernel = "tensorop",

@@ -26,9 +26,9 @@ local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
 -- the warpgroup form), each its own blocks, that dequantize the weights again
 -- (their reads shared through L2). Measured on the H200 against the dequantize
--- path with the sync GEMMs of the time (bench/results, K = 4096 unless noted), us: GEMM m = 256: 4096x4096 35.8
--- against 74.8, 14336x4096 99.4 against 122.4, 4096x14336 95.7 against 230.4;
--- m = 384: 57.9 / 146.6 / 181.1 against 75.2 / 170.1 / 230.6; m = 512: 57.9 /
+-- path with the sync GEMMs of the time (bench/results, K = 4096 unless noted), us:
+-- GEMM m = 256: 4096x4096 35.8 against 74.8, 14336x4096 99.4 against 122.4,
+-- 4096x14336 95.7 against 230.4; m = 384: 57.9 / 146.6 / 181.1 against 75.2 / 170.1 / 230.6; m = 512: 57.9 /
 -- 196.2 / 182.9 against 75.8 / 178.5 / 231.6 (the one shape the path wins);
 -- DualGemm 14336x4096, m = 256 213.4 against 242.1, m = 384 314.6 against 315.0,
 -- m = 512 364.7 against 383.7. Above, every 128 rows of A cost the slices one more

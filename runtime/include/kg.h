@@ -410,8 +410,9 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks a kernel
 ** without an m limit (the `mma` kernels: m above the small-M limits, or no small-M kernel takes
-** the problem) or a `skinny` kernel for m > 320 (up to its 512 the two are within about 15%
-** of each other on the H200; the path ahead more often) and exec->workspace holds kg_gemm_fp4_workspace_size's bytes
+** the problem) or a `skinny` kernel for m > 320 (up to its 512 the two are within about
+** 15% of each other on the H200; the path ahead more often) and exec->workspace holds
+** kg_gemm_fp4_workspace_size's bytes
 ** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead
 ** dequantizes the FP4 operands into the workspace with the kg_fp4_dequantize
 ** variants (W, or W0 and W1 with all their scale groups, and A for W4A4, as
