@@ -489,12 +489,14 @@ kg_status kg_fp4_hip_unswizzle_sf128x4(const kg_sf_job *job, const kg_exec *exec
 kg_status kg_fp4_hip_unswizzle_sf8x4(const kg_sf_job *job, const kg_exec *exec);
 #endif
 #ifdef KG_WITH_CUDA
+kg_status kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);

@@ -86,3 +86,14 @@ gemm_fp4 {
   format = { "nvfp4", "mxfp4" },
   sf_layout = "128x4",
 }
+
+-- CUDA, any M, bf16 W4A16 with 128x4 scales: the tensorop kernel (wgmma with the weights decoded
+-- into its register operand), tried first by dispatch where its tiles fill the SMs
+-- (families/gemm_fp4.lua, F.TENSOROP).
+gemm_fp4 {
+  backend = "cuda",
+  kernel = "tensorop",
+  dtype = "bf16",
+  format = { "nvfp4", "mxfp4" },
+  sf_layout = "128x4",
+}

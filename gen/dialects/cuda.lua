@@ -300,14 +300,15 @@ return {
       }, "\n")
     end,
     -- one MMA function `name` with A from registers: d (m64 x n, f32) += A . B,
-    -- m64nNk16, n = 8, 16, 32 or 64, B K-major in shared memory. Per warp of the group,
+    -- m64nNk16, n = 8 .. 256 (powers of two), B K-major in shared memory. Per warp of the group,
     -- a0..a3 are the m16n8k16 A fragment of its 16 rows (16w ..): (row g, k 2t),
     -- (row g + 8, k 2t), (row g, k 2t + 8), (row g + 8, k 2t + 8), each two
     -- elements (g = lane / 4, t = lane % 4); d[j] is its m16n8 accumulator of
     -- columns 8j .. 8j + 7 (n = 8: d[0] of two).
     mma_rs_fn = function(name, dtype, n)
       local ty = ({ f16 = "f16", bf16 = "bf16" })[dtype]
-      assert(ty and (n == 8 or n == 16 or n == 32 or n == 64 or n == 128), "register-A wgmma takes f16 or bf16, n = 8, 16, 32, 64 or 128")
+      assert(ty and (n == 8 or n == 16 or n == 32 or n == 64 or n == 128 or n == 256),
+        "register-A wgmma takes f16 or bf16, n = 8, 16, 32, 64, 128 or 256")
       local h = math.floor(n / 2)
       local regs, outs = wg_acc_operands(h)
       return table.concat({
@@ -352,8 +353,11 @@ return {
   -- outside the tensor) and they complete on an mbarrier per stage.
   tma = {
     includes = { "<cudaTypedefs.h>" },
-    elem = { f16 = "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", bf16 = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16" },
-    swizzle = { [32] = "CU_TENSOR_MAP_SWIZZLE_32B", [64] = "CU_TENSOR_MAP_SWIZZLE_64B", [128] = "CU_TENSOR_MAP_SWIZZLE_128B" },
+    elem = { f16 = "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", bf16 = "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+             u8 = "CU_TENSOR_MAP_DATA_TYPE_UINT8" },
+    -- by bytes per row of the box (0: dense, not swizzled)
+    swizzle = { [0] = "CU_TENSOR_MAP_SWIZZLE_NONE", [32] = "CU_TENSOR_MAP_SWIZZLE_32B", [64] = "CU_TENSOR_MAP_SWIZZLE_64B",
+                [128] = "CU_TENSOR_MAP_SWIZZLE_128B" },
     map_t = "CUtensorMap",
     grid_constant = "const __grid_constant__",
     preamble = function()
@@ -394,6 +398,18 @@ return {
         "                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;",
         "}",
       }, "\n")
+    end,
+    -- Plain bulk copies (no tensor map): bulk_preamble defines them (after preamble), bulk_load is
+    -- the statement copying `bytes` (a multiple of 16; both addresses 16-byte aligned) from global
+    -- src to shared dst, completing on bar like a box.
+    bulk_preamble = table.concat({
+      "static __device__ __forceinline__ void kg_bulk_load(void *dst, const void *src, unsigned bytes, uint64_t *bar) {",
+      '  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\\n"',
+      '               :: "r"(kg_smem_u32(dst)), "l"(src), "r"(bytes), "r"(kg_smem_u32(bar)) : "memory");',
+      "}",
+    }, "\n"),
+    bulk_load = function(dst, src, bytes, bar)
+      return string.format("kg_bulk_load(%s, %s, %s, %s)", dst, src, bytes, bar)
     end,
     -- statements (device): copy box (c0, c1, c2) of map into dst, completing on bar
     load = function(dst, map, bar, c0, c1, c2)
@@ -492,7 +508,8 @@ return {
   },
   -- FP4 family vocabulary (templates/fp4): helper qualifier, f32 <-> u32 bit
   -- casts, loop unrolling hint. GPU dequantize (templates/fp4/dequantize_gpu.kgt):
-  -- dq_helpers defines kg_fp4_dec8(w, f), the 8 E2M1 codes of w (code j in
+  -- dq_helpers defines kg_fp4_dec8_bf16(w, b) (CUDA: the codes as bf16 pairs in code order),
+  -- kg_fp4_mul_bf16x2(a, b), kg_fp4_e4m3x4_bf16x2(s, m) (CUDA) and kg_fp4_dec8(w, f), the 8 E2M1 codes of w (code j in
   -- bits 4j..4j+3) as f32 with the bits of kg_e2m1_dec(code j) (fp4/common.kgt,
   -- emitted before it), and the functions pack2 names; pack2[dtype](lo, hi): a
   -- u32 of two 16-bit values, lo in bits 0..15, each rounded as from_f32 rounds;
@@ -509,22 +526,49 @@ return {
             '  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));',
             "  return r;",
             "}",
-            "/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] has the bits of",
-            "** kg_e2m1_dec(code j). A magnitude's upper 16 bits (the lower 16 are zero) are two lookups",
-            "** in 8-entry byte tables, four codes per permute; the sign is the code's bit 3. */",
-            "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {",
+            "/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as bf16 (exact), two per word in code",
+            "** order: b[i] holds code 2i in bits 0..15, code 2i+1 in bits 16..31. A magnitude's upper",
+            "** byte and second byte are two lookups in 8-entry byte tables, four codes per permute;",
+            "** the sign is the code's bit 3. */",
+            "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8_bf16(uint32_t w, uint32_t (&b)[4]) {",
             "  const uint32_t mag = w & 0x77777777u, sh = w << 4;   /* sh: sign of code 2i at bit 7 of byte i */",
             "#pragma unroll",
             "  for (int h = 0; h < 2; h++) {                       /* codes 4h .. 4h+3 */",
             "    const uint32_t sel = h ? mag >> 16 : mag;",
-            "    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 16..23 */",
-            "    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 24..31 */",
+            "    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 0..7 of the bf16 */",
+            "    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 8..15 */",
             "                        (kg_fp4_prmt(sh, w, h ? 0xfbeau : 0xd9c8u) & 0x80808080u);",
-            "    const uint32_t p0 = kg_fp4_prmt(b2, b3, 0x5140u), p1 = kg_fp4_prmt(b2, b3, 0x7362u);",
-            "    f[4 * h] = __uint_as_float(p0 << 16);",
-            "    f[4 * h + 1] = __uint_as_float(p0 & 0xffff0000u);",
-            "    f[4 * h + 2] = __uint_as_float(p1 << 16);",
-            "    f[4 * h + 3] = __uint_as_float(p1 & 0xffff0000u);",
+            "    b[2 * h] = kg_fp4_prmt(b2, b3, 0x5140u);",
+            "    b[2 * h + 1] = kg_fp4_prmt(b2, b3, 0x7362u);",
+            "  }",
+            "}",
+            "/* The 8 E2M1 codes of w as f32: f[j] has the bits of kg_e2m1_dec(code j) (the bf16 of",
+            "** kg_fp4_dec8_bf16 in the upper 16 bits). */",
+            "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {",
+            "  uint32_t b[4];",
+            "  kg_fp4_dec8_bf16(w, b);",
+            "#pragma unroll",
+            "  for (int i = 0; i < 4; i++) {",
+            "    f[2 * i] = __uint_as_float(b[i] << 16);",
+            "    f[2 * i + 1] = __uint_as_float(b[i] & 0xffff0000u);",
+            "  }",
+            "}",
+            "/* The bf16x2 product of a and b (mul.rn.bf16x2; exact where the products fit bf16). */",
+            "[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_mul_bf16x2(uint32_t a, uint32_t b) {",
+            "  uint32_t r;",
+            '  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));',
+            "  return r;",
+            "}",
+            "/* bf16x2 multipliers of the 4 E4M3 scale bytes of s: m[i] holds byte i's value in both halves",
+            "** (cvt.rn.f16x2.e4m3x2, sm_89+; exact: 4 significant bits; the NaN codes give NaN). */",
+            "[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_e4m3x4_bf16x2(uint32_t s, uint32_t (&m)[4]) {",
+            "  uint32_t h[2];",
+            '  asm("{\\n.reg .b16 lo, hi;\\nmov.b32 {lo, hi}, %2;\\ncvt.rn.f16x2.e4m3x2 %0, lo;\\ncvt.rn.f16x2.e4m3x2 %1, hi;\\n}\\n"',
+            '      : "=r"(h[0]), "=r"(h[1]) : "r"(s));',
+            "#pragma unroll",
+            "  for (int i = 0; i < 4; i++) {",
+            "    const uint32_t f = __float_as_uint(__half2float(__ushort_as_half((unsigned short)(h[i >> 1] >> (16 * (i & 1))))));",
+            "    m[i] = kg_fp4_prmt(f, f, 0x7632u);   /* the f32's upper half, twice: its exact bf16 */",
             "  }",
             "}",
             "/* lo, hi rounded to nearest even (cvt.rn, as __float2half_rn / __float2bfloat16_rn) and",

@@ -17,7 +17,12 @@ F.axes[#F.axes + 1] = { name = "store_d0", values = { false, true }, default = f
 F.axes[#F.axes + 1] = { name = "store_d1", values = { false, true }, default = false }
 
 F.templates = G.templates
-F.legal = G.legal
+function F.legal(v)
+  if v.kernel == "tensorop" then
+    return "the tensorop kernel is the GEMM's (one weight operand); allowed: kernel = warp, skinny, mma", "kernel"
+  end
+  return G.legal(v)
+end
 F.template = G.template
 F.rank = G.rank
 

@@ -18,9 +18,9 @@ local F = { name = "gemm_fp4" }
 
 -- HIP has no skinny kernel (its MFMA fragments do not match the per-lane K
 -- permutation): the warp kernel serves small M there.
-local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, mma = true },
+local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, mma = true, tensorop = true },
                   hip = { warp = true, mma = true } }
-local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma" }
+local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma", "tensorop" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
 -- Largest m the small-M kernels take. warp: accumulators per lane. skinny: two
 -- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
@@ -63,6 +63,18 @@ F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).
 F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 } }
+-- tensorop kernel (CUDA, GEMM, W4A16 bf16, 128x4 scales; fp4/gemm_tensorop.kgt): the weights,
+-- decoded by the MMA warpgroups, are wgmma's register operand, A comes by bulk tensor copies;
+-- block tile tn weight rows (64 per warpgroup) x tm rows of A, K tiles of tk, stages deep, ku
+-- K tiles per wait on the MMAs. Dispatch prefers it to every other kernel of its key except
+-- where m <= tm / 2, or m <= MAX_M.skinny and its tiles fill less than 3/4 of the SMs
+-- (descriptor fill_m, runtime/src/kg_fp4.c). H200, NVFP4, kernel us (bench/results
+-- 2026-12-02 d7e43cb): 14336x4096 m = 128 68.1 against the skinny kernel's 51.6, m = 192 55.7
+-- against 97.3, m = 512 111.2 against the dequantize path's 171.6, m = 4096 793.9 against 884.5;
+-- 4096x4096 m = 512 51.1 against 47.0 (32 x 2 tiles), m = 1024 57.4 against 79.0. Measured
+-- forms: tm 128 (0.45-0.58x cuBLAS), one K tile per wait (0.72-0.82x at m >= 1024), 6 stages
+-- (10-20% slower than 4).
+F.TENSOROP = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 }
 
 local LAYOUTS = { "linear", "128x4", "8x4" }
 
@@ -82,7 +94,7 @@ F.axes = {
 
 -- Template files the family renders (tests stub them).
 F.templates = { "fp4/gemm_blocked.kgt", "fp4/gemm_warp.kgt", "fp4/gemm_skinny.kgt",
-                "fp4/gemm_mma.kgt" }
+                "fp4/gemm_mma.kgt", "fp4/gemm_tensorop.kgt" }
 
 local function allowed_kernels(backend)
   local out = {}
@@ -115,6 +127,14 @@ function F.legal(v)
     return "the skinny kernel takes f16 activations with NVFP4 weights only (UE8M0 scales exceed f16's range); "
       .. "allowed: dtype = bf16 (or format = nvfp4)", "dtype"
   end
+  if v.kernel == "tensorop" then
+    if v.a_dtype ~= v.dtype or v.dtype ~= "bf16" then
+      return "the tensorop kernel multiplies bf16 activations (W4A16); allowed: dtype = bf16, a_dtype = bf16", "dtype"
+    end
+    if v.sf_layout ~= "128x4" then
+      return "the tensorop kernel reads the 128x4 scale layout; allowed: sf_layout = 128x4", "sf_layout"
+    end
+  end
   if v.kernel == "mma" and v.dtype == "f16" and v.format == "mxfp4" then
     -- e2m1 * 2^(e-127) is exact in bf16 (f32's exponent range), not in f16
     return "the mma kernel dequantizes MXFP4 into bf16 (UE8M0 scales exceed f16's range); allowed: dtype = bf16"
@@ -138,9 +158,9 @@ end
 
 function F.template(v) return "fp4/gemm_" .. v.kernel .. ".kgt" end
 
--- Inside one key the small-M kernels come first (skinny, then warp), the any-M
--- kernel after them.
-function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300, skinny = 400 })[v.kernel] end
+-- Inside one key the tensorop kernel comes first (it declines small problems, see F.TENSOROP),
+-- then the small-M kernels (skinny, then warp), the any-M mma kernel last.
+function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300, skinny = 400, tensorop = 450 })[v.kernel] end
 
 function F.sort_key(v)
   return string.format("%s|%s|%s|%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.a_dtype, v.format,
@@ -158,7 +178,7 @@ F.DTYPE_ENUM, F.FORMAT_ENUM, F.LAYOUT_ENUM = DTYPE_ENUM, FORMAT_ENUM, LAYOUT_ENU
 -- descriptor: dispatch never matches on them.
 function F.common_descriptor(v, d)
   local gpu = v.backend ~= "c"
-  return {
+  local fields = {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
     ".type_ab = " .. DTYPE_ENUM[v.dtype], ".type_cd = " .. DTYPE_ENUM[v.dtype],
     ".align = " .. (gpu and "8" or "1"), ".max_m = " .. tostring(F.MAX_M[v.kernel] or 0),
@@ -166,6 +186,14 @@ function F.common_descriptor(v, d)
     ".fp4_format = " .. FORMAT_ENUM[v.format], ".sf_layout = " .. LAYOUT_ENUM[v.sf_layout], ".mx_round = -1",
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
+  if v.kernel == "tensorop" then
+    local T = F.TENSOROP
+    for _, f in ipairs({ ".tile_m = " .. T.tm, ".tile_n = " .. T.tn, ".tile_k = " .. T.tk, ".stages = " .. T.stages,
+                         ".fill_m = " .. F.MAX_M.skinny }) do
+      fields[#fields + 1] = f
+    end
+  end
+  return fields
 end
 
 function F.descriptor(v, d)
@@ -207,6 +235,7 @@ function F.prepare(v, d, env)
   env.PRODUCTS = { { b = "b", sf = "sf_b", gs = "global_scale_b", c = "c", d = "d", alpha = "alpha", beta = "beta",
                      store = true } }
   env.dual_op = nil
+  env.TENSOROP = F.TENSOROP
 end
 
 -- The DualGemm op expression (families/dualgemm.lua), for the FP4 DualGemm.

@@ -186,22 +186,49 @@ typedef struct fp4m_params {
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
   return r;
 }
-/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as f32: f[j] has the bits of
-** kg_e2m1_dec(code j). A magnitude's upper 16 bits (the lower 16 are zero) are two lookups
-** in 8-entry byte tables, four codes per permute; the sign is the code's bit 3. */
-[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {
+/* The 8 E2M1 codes of w (code j in bits 4j..4j+3) as bf16 (exact), two per word in code
+** order: b[i] holds code 2i in bits 0..15, code 2i+1 in bits 16..31. A magnitude's upper
+** byte and second byte are two lookups in 8-entry byte tables, four codes per permute;
+** the sign is the code's bit 3. */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8_bf16(uint32_t w, uint32_t (&b)[4]) {
   const uint32_t mag = w & 0x77777777u, sh = w << 4;   /* sh: sign of code 2i at bit 7 of byte i */
 #pragma unroll
   for (int h = 0; h < 2; h++) {                       /* codes 4h .. 4h+3 */
     const uint32_t sel = h ? mag >> 16 : mag;
-    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 16..23 */
-    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 24..31 */
+    const uint32_t b2 = kg_fp4_prmt(0xc0800000u, 0xc0804000u, sel);   /* bits 0..7 of the bf16 */
+    const uint32_t b3 = kg_fp4_prmt(0x3f3f3f00u, 0x40404040u, sel) |  /* bits 8..15 */
                         (kg_fp4_prmt(sh, w, h ? 0xfbeau : 0xd9c8u) & 0x80808080u);
-    const uint32_t p0 = kg_fp4_prmt(b2, b3, 0x5140u), p1 = kg_fp4_prmt(b2, b3, 0x7362u);
-    f[4 * h] = __uint_as_float(p0 << 16);
-    f[4 * h + 1] = __uint_as_float(p0 & 0xffff0000u);
-    f[4 * h + 2] = __uint_as_float(p1 << 16);
-    f[4 * h + 3] = __uint_as_float(p1 & 0xffff0000u);
+    b[2 * h] = kg_fp4_prmt(b2, b3, 0x5140u);
+    b[2 * h + 1] = kg_fp4_prmt(b2, b3, 0x7362u);
+  }
+}
+/* The 8 E2M1 codes of w as f32: f[j] has the bits of kg_e2m1_dec(code j) (the bf16 of
+** kg_fp4_dec8_bf16 in the upper 16 bits). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_dec8(uint32_t w, float (&f)[8]) {
+  uint32_t b[4];
+  kg_fp4_dec8_bf16(w, b);
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    f[2 * i] = __uint_as_float(b[i] << 16);
+    f[2 * i + 1] = __uint_as_float(b[i] & 0xffff0000u);
+  }
+}
+/* The bf16x2 product of a and b (mul.rn.bf16x2; exact where the products fit bf16). */
+[[maybe_unused]] static __device__ __forceinline__ uint32_t kg_fp4_mul_bf16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+/* bf16x2 multipliers of the 4 E4M3 scale bytes of s: m[i] holds byte i's value in both halves
+** (cvt.rn.f16x2.e4m3x2, sm_89+; exact: 4 significant bits; the NaN codes give NaN). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4_e4m3x4_bf16x2(uint32_t s, uint32_t (&m)[4]) {
+  uint32_t h[2];
+  asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %2;\ncvt.rn.f16x2.e4m3x2 %0, lo;\ncvt.rn.f16x2.e4m3x2 %1, hi;\n}\n"
+      : "=r"(h[0]), "=r"(h[1]) : "r"(s));
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const uint32_t f = __float_as_uint(__half2float(__ushort_as_half((unsigned short)(h[i >> 1] >> (16 * (i & 1))))));
+    m[i] = kg_fp4_prmt(f, f, 0x7632u);   /* the f32's upper half, twice: its exact bf16 */
   }
 }
 /* lo, hi rounded to nearest even (cvt.rn, as __float2half_rn / __float2bfloat16_rn) and

@@ -398,19 +398,25 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** batch, no split-K).
 ** GPU backends (CUDA, HIP): the `warp` kernels take m <= 16, the CUDA `skinny`
 ** kernels (W4A16: bf16, or f16 with NVFP4; weights dequantized in registers into mma.sync) m <= 512
-** (above 16 in slices of A, each dequantizing the weights again), the `mma`
-** kernels (CUDA mma.sync / HIP MFMA on the operands dequantized to the
-** activation type in shared memory: bf16, or f16 for NVFP4 only, both exact)
-** any m; a variant that does not take m is
+** (above 16 in slices of A, each dequantizing the weights again), the CUDA
+** `tensorop` kernels (W4A16 bf16 with 128x4 scales; Hopper wgmma, the weights
+** decoded to bf16 in registers, exact) any m, the `mma` kernels (CUDA mma.sync /
+** HIP MFMA on the operands dequantized to the activation type in shared memory:
+** bf16, or f16 for NVFP4 only, both exact) any m; a variant that does not take m is
 ** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
-** multiple of 16 bytes (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend
-** takes any m and alignment.
+** multiple of 16 bytes, and for `tensorop` sf_b 16-byte aligned
+** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m and alignment.
+** Dispatch tries `tensorop` first and passes it over for m <= 128 and for
+** m <= 512 where its 256 x 128 tiles (rows of A x weight rows) fill less than
+** 3/4 of the SMs (there the small-M kernels or the dequantize path below are
+** faster); forced by name it takes any m.
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
-** workspace is optional. On CUDA and HIP, when dispatch picks a kernel
-** without an m limit (the `mma` kernels: m above the small-M limits, or no small-M kernel takes
-** the problem) or a `skinny` kernel for m > 320 (up to its 512 the two are within about
+** workspace is optional. On CUDA and HIP, when dispatch picks an `mma` kernel
+** (m above the small-M limits, or no small-M kernel takes the problem; never
+** after a `tensorop` kernel, which needs no workspace and is faster than the
+** path where it is chosen) or a `skinny` kernel for m > 320 (up to its 512 the two are within about
 ** 15% of each other on the H200; the path ahead more often) and exec->workspace holds
 ** kg_gemm_fp4_workspace_size's bytes
 ** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead

@@ -162,6 +162,7 @@ typedef struct kg__fp4_mm {
   const void *a; int64_t lda, bsa;
   int nb;                    /* weights: 1 (GEMM) or 2 (DualGemm) */
   const void *b[2]; int64_t ldb[2], bsb[2];
+  const void *sf_b[2];       /* the weights' scales */
 } kg__fp4_mm;
 
 /* What dispatch matches on, whatever the op. */
@@ -341,7 +342,7 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
   mm->m = a->m; mm->n = a->n; mm->batch = 1;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->a = a->a; mm->lda = a->lda;
-  mm->nb = 1; mm->b[0] = a->b; mm->ldb[0] = a->ldb;
+  mm->nb = 1; mm->b[0] = a->b; mm->ldb[0] = a->ldb; mm->sf_b[0] = a->sf_b;
   key->mm = mm;
   return KG_SUCCESS;
 }
@@ -408,6 +409,7 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   mm->nb = 2;
   mm->b[0] = a->b0; mm->ldb[0] = a->ldb0; mm->bsb[0] = batch > 1 ? a->batch_stride_b0 : 0;
   mm->b[1] = a->b1; mm->ldb[1] = a->ldb1; mm->bsb[1] = batch > 1 ? a->batch_stride_b1 : 0;
+  mm->sf_b[0] = a->sf_b0; mm->sf_b[1] = a->sf_b1;
   key->mm = mm;
   return KG_SUCCESS;
 }
@@ -611,6 +613,26 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
       if (bad) {
         *misaligned = 1;
         snprintf(why, sizeof why, "operand %s (16-byte loads)", bad);
+        return why;
+      }
+      /* the tensorop kernel copies 512-byte groups of 128x4 scales in bulk */
+      if (strcmp(v->kernel, "tensorop") == 0 && (uintptr_t)g->sf_b[0] % 16 != 0) {
+        *misaligned = 1;
+        return "operand sf_b: pointer must be 16-byte aligned (bulk copies of the scales)";
+      }
+    }
+    if (v->fill_m > 0 && v->backend != KG_BACKEND_C && !exec->variant) {
+      /* a preference, not a limit of the kernel: a variant forced by name runs any size */
+      if (2 * g->m <= v->tile_m) {
+        snprintf(why, sizeof why, "m %lld fills at most half of its %d-row tiles (the small-M kernels run)",
+                 (long long)g->m, v->tile_m);
+        return why;
+      }
+      const int sms = kg__sm_count(v->backend);
+      const double tiles = (double)((g->m + v->tile_m - 1) / v->tile_m) * (double)((g->n + v->tile_n - 1) / v->tile_n);
+      if (g->m <= v->fill_m && 4.0 * tiles < 3.0 * sms) {
+        snprintf(why, sizeof why, "m %lld <= %d and %.0f tiles of %dx%d fill less than 3/4 of %d SMs (the small-M "
+                 "kernels or the dequantize path run)", (long long)g->m, v->fill_m, tiles, v->tile_m, v->tile_n, sms);
         return why;
       }
     }
@@ -887,6 +909,11 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
     const long long m = (long long)ch->call.key.mm->m;
     if (ch->v->max_m > 0 && (ch->v->path_m == 0 || m <= ch->v->path_m)) {
       kg__say(sink, "dequantize path: not taken: %s takes m = %lld (a small-M kernel)\n", ch->v->name, m);
+      return KG_SUCCESS;
+    }
+    if (strcmp(ch->v->kernel, "tensorop") == 0) {
+      kg__say(sink, "dequantize path: not taken: %s decodes the weights on the tensor-core path itself\n",
+              ch->v->name);
       return KG_SUCCESS;
     }
   } else if (exec->backend == KG_BACKEND_C) {

@@ -128,6 +128,19 @@ static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "di
 
 static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
 
+/* The variant dispatch runs for v's key on a GPU at m > 512: the tensorop kernel (the weights
+** decoded by its MMA warpgroups; never the dequantize path) where one is compiled in for the key
+** (W4A16 bf16 with 128x4 scales), else v. */
+static const char *any_m_target(const gvar *v) {
+  static char name[128];
+  if (BACKEND == KG_BACKEND_C || v->a_fp4 || !v->bf || v->layout != KG_SF_SWIZZLED_128X4) return v->name;
+  snprintf(name, sizeof name, "%stensorop_%s_bf16_sf128x4", VPREFIX,
+           v->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4");
+  for (int i = 0; i < kg_variant_count(); i++)
+    if (!strcmp(kg_variant_name(i), name)) return kg_variant_name(i);
+  return v->name;
+}
+
 /* One case of variant v. Returns 1 on pass. *worst: error in tolerance units; *path_runs counts the
 ** calls that took the dequantize path. */
 static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *path_runs) {
@@ -206,7 +219,9 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     /* on a GPU the path applies to the bf16 cases with aligned lds (f16 only for NVFP4 without global
     ** scales: exact there); never on the C backend */
     const int gs_any = a.global_scale_b || a.global_scale_a;
-    const int expect = BACKEND != KG_BACKEND_C && c->al && (v->bf || (v->format == KG_FP4_NVFP4 && !gs_any));
+    const char *target = any_m_target(v);
+    const int fused = strstr(target, "_tensorop_") != NULL;
+    const int expect = !fused && BACKEND != KG_BACKEND_C && c->al && (v->bf || (v->format == KG_FP4_NVFP4 && !gs_any));
     if (qs != KG_SUCCESS || (ws > 0) != expect) {
       printf("FAIL %s m%lld n%lld k%lld: workspace size %s, %zu bytes\n", v->name, (long long)m, (long long)n,
              (long long)k, kg_status_string(qs), ws);
@@ -223,7 +238,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     kg_status ss = kg_gemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
     const int want_path = how == RUN_WORKSPACE && ws > 0;
-    if (ss != KG_SUCCESS || path != want_path || (!path && strcmp(sel, v->name) != 0) ||
+    if (ss != KG_SUCCESS || path != want_path || (!path && strcmp(sel, target) != 0) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), TC_PREFIX, strlen(TC_PREFIX)))) {
       printf("FAIL %s m%lld n%lld k%lld (%s): select %s gave %s (workspace %zu bytes)\n", v->name, (long long)m,
              (long long)n, (long long)k, RUN_NAMES[how], kg_status_string(ss), sel ? sel : "-", ws);
@@ -379,6 +394,46 @@ static int run_statuses(const gvar *v) {
 ** path), the path forced by its select name (short workspace -> KG_ERROR_WORKSPACE_TOO_SMALL,
 ** misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the
 ** C backend KG_ERROR_NOT_SUPPORTED); refused calls write nothing. */
+/* The tensorop kernel's size rule (descriptor fill_m, kg_fp4.c): dispatch passes it over for m <=
+** 128 (half its 256-row tile) and for m <= 512 where its 256 x 128 tiles fill less than 3/4 of the
+** SMs (the skinny kernel runs there), and takes it otherwise, with or without a workspace (never the
+** dequantize path); forced by name it takes any size. Sizes far from the SM-count boundary. */
+static int check_tensorop_dispatch(const gvar *v) {
+  static const struct { int64_t m, n; int tensorop, forced; } CASES[] = {
+    { 128, 16384, 0, 0 }, { 192, 65536, 1, 0 }, { 512, 128, 0, 0 }, { 600, 128, 1, 0 }, { 1, 128, 1, 1 },
+  };
+  const int64_t k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, nmax = 65536, mmax = 600;
+  const size_t sfmax = ref_sf_bytes(v->layout, nmax, kv, 1);
+  uint8_t *dA = dev_alloc((size_t)(mmax * k * 2)), *dB = dev_alloc((size_t)(nmax * k / 2)), *dS = dev_alloc(sfmax);
+  uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));
+  static char buf[16384];
+  int ok = 1;
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    kg_gemm_fp4_args a;
+    memset(&a, 0, sizeof a);
+    a.m = CASES[i].m; a.n = CASES[i].n; a.k = k; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
+    a.a = dA; a.lda = k; a.b = dB; a.ldb = k / 2; a.sf_b = dS; a.sf_b_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
+    a.d = dD; a.ldd = a.n; a.alpha = 1.0f;
+    kg_exec e = exec_for(CASES[i].forced ? v->name : NULL);
+    const char *sel = NULL;
+    size_t ws = 7;
+    const kg_status st = kg_gemm_fp4_select(&a, &e, &sel), qs = kg_gemm_fp4_workspace_size(&a, &e, &ws);
+    const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
+    int good = picked == CASES[i].tensorop && qs == KG_SUCCESS && (!picked || ws == 0);
+    if (good && !picked) {   /* explain names the rule */
+      kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+      good = strstr(buf, a.m <= 128 ? "fills at most half of its 256-row tiles" : "fill less than 3/4 of") != NULL;
+    }
+    if (!good) {
+      printf("FAIL %s: dispatch at m = %lld, n = %lld%s chose %s (%s), workspace %zu bytes\n", v->name,
+             (long long)a.m, (long long)a.n, CASES[i].forced ? " (forced)" : "", sel ? sel : "-", kg_status_string(st), ws);
+      ok = 0;
+    }
+  }
+  dev_free(dA); dev_free(dB); dev_free(dS); dev_free(dD);
+  return ok;
+}
+
 static int run_path_statuses(const gvar *v) {
   const int64_t m = 520, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
   const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
@@ -717,7 +772,11 @@ int main(int argc, char **argv) {
       for (size_t c = 0; c < sizeof PATH_CASES / sizeof PATH_CASES[0]; c++)
         for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
           if (run_case(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
-      if (run_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
+      /* the path's statuses by dispatch: for keys whose dispatch takes the path */
+      if (!strstr(any_m_target(&v), "_tensorop_")) { if (run_path_statuses(&v)) g_pass++; else { g_fail++; fails++; } }
+      if (strstr(name, "_tensorop_") && BACKEND != KG_BACKEND_C) {
+        if (check_tensorop_dispatch(&v)) g_pass++; else { g_fail++; fails++; }
+      }
     }
     printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
            v.max_m ? "" : path_runs ? ", dequantize path taken" : ", dequantize path not taken");

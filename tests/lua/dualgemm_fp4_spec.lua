@@ -51,6 +51,14 @@ describe("dualgemm_fp4 family", function()
     assert.is_truthy(errors[2]:find('op = "relu" is not allowed; allowed: swiglu, geglu, mul', 1, true), errors[2])
   end)
 
+  it("refuses the GEMM's tensorop kernel", function()
+    local variants, errors = expand_in("dualgemm_fp4",
+      { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", sf_layout = "128x4" })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("the tensorop kernel is the GEMM's", 1, true), errors[1])
+    assert.is_truthy(errors[1]:find("allowed: kernel = warp, skinny, mma", 1, true), errors[1])
+  end)
+
   it("describes both-weight variants: op, stores, batched mode, small-M limit of the warp kernel", function()
     local variants = expand_in("dualgemm_fp4",
       { backend = { "c", "cuda" }, kernel = nil, dtype = "bf16", format = "nvfp4", op = "geglu", store_d0 = true },

@@ -156,6 +156,29 @@ describe("gemm_fp4 family", function()
     assert.is_truthy(errors[1]:find("allowed: warp, skinny, mma", 1, true), errors[1])
   end)
 
+  it("takes the tensorop kernel for CUDA bf16 W4A16 with 128x4 scales only, first of its key", function()
+    local variants, errors = expand_fields({ backend = "cuda", kernel = "tensorop", dtype = "bf16",
+                                             format = { "nvfp4", "mxfp4" }, sf_layout = "128x4" })
+    assert.are.same({}, errors)
+    assert.are.equal(2, #variants)
+    assert.is_true(gemm_fp4.rank(variants[1]) > gemm_fp4.rank({ kernel = "skinny" }))
+    assert.are.equal("fp4/gemm_tensorop.kgt", gemm_fp4.template(variants[1]))
+    -- the descriptor carries the tile and the size rule dispatch applies (kg_fp4.c)
+    local desc = table.concat(gemm_fp4.descriptor(variants[1], { backend_enum = "KG_BACKEND_CUDA", arch = "sm_90a" }), " ")
+    assert.is_truthy(desc:find(".tile_m = 256 .tile_n = 128", 1, true), desc)
+    assert.is_truthy(desc:find(".fill_m = 512", 1, true), desc)
+    for _, bad in ipairs({ { dtype = "f16", want = "allowed: dtype = bf16" },
+                           { sf_layout = "linear", want = "allowed: sf_layout = 128x4" },
+                           { a_dtype = "fp4", sf_layout_a = "128x4", want = "allowed: dtype = bf16, a_dtype = bf16" },
+                           { backend = "hip", want = "does not exist on backend 'hip'" } }) do
+      local f = { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", sf_layout = "128x4" }
+      for k, x in pairs(bad) do if k ~= "want" then f[k] = x end end
+      variants, errors = expand_fields(f)
+      assert.are.equal(0, #variants)
+      assert.is_truthy(errors[1]:find(bad.want, 1, true), errors[1])
+    end
+  end)
+
   it("ships C variants for every dtype x format x layout (W4A16, W4A4) and GPU warp / skinny / mma kernels", function()
     local out, rc = H.kgen("list")
     assert.are.equal(0, rc, out)
@@ -164,7 +187,9 @@ describe("gemm_fp4 family", function()
       local b = l:match("^kg_fp4gemm_(%l+)_")
       if b then n[b] = n[b] + 1 end
     end
-    assert.are.same({ c = 26, cuda = 18, hip = 12 }, n)
+    assert.are.same({ c = 26, cuda = 20, hip = 12 }, n)
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4\n", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_mma_mxfp4_bf16_sflinear", 1, true))
