@@ -17,10 +17,11 @@
 ** Enough weight sets are rotated that no launch finds its weights in L2.
 ** kg calls: each FP4 GEMM / DualGemm row asks kg_gemm_fp4_workspace_size /
 ** kg_dualgemm_fp4_workspace_size and passes a workspace of that size (allocated
-** once, outside the timed region; grown for a larger row), so above M = 16 kg
-** runs its dequantize path ("deq+<kg_gemm or kg_dualgemm variant>" in the
-** variant column: the weights dequantized into the workspace, then the bf16
-** tensor-core GEMM) where it applies, else the in-kernel FP4 variant.
+** once, outside the timed region; grown for a larger row): kg runs what its
+** dispatch picks with that workspace, the in-kernel FP4 variant (the tensorop
+** kernels where they take the row, the size query then answering 0) or the
+** dequantize path ("deq+<kg_gemm or kg_dualgemm variant>" in the variant column:
+** the weights dequantized into the workspace, then the bf16 tensor-core GEMM).
 ** Reported per row: kg variant, kg us, peer us, peer/kg (above 1: kg faster),
 ** kg TB/s on the FP4 weight bytes (packed values + scales) and that as % of the
 ** device-to-device copy ceiling measured in the same run; where the variant

@@ -127,3 +127,29 @@ dualgemm_fp4 {
   format = { "nvfp4", "mxfp4" },
   op = "swiglu",
 }
+
+-- CUDA, any M, bf16 W4A16 with 128x4 scales, one problem (no batches): the tensorop kernel (wgmma
+-- with W0 and W1 decoded into its register operand, one warpgroup each; no workspace). Dispatch
+-- tries it first and passes it over for small M, as for the GEMM.
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "tensorop",
+  dtype = "bf16",
+  format = { "nvfp4", "mxfp4" },
+  op = "swiglu",
+}
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "tensorop",
+  dtype = "bf16",
+  format = "nvfp4",
+  op = "geglu",
+}
+dualgemm_fp4 {
+  backend = "cuda",
+  kernel = "tensorop",
+  dtype = "bf16",
+  format = "nvfp4",
+  op = "mul",
+  store_d0 = true, store_d1 = true,
+}

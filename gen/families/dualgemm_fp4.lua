@@ -17,12 +17,7 @@ F.axes[#F.axes + 1] = { name = "store_d0", values = { false, true }, default = f
 F.axes[#F.axes + 1] = { name = "store_d1", values = { false, true }, default = false }
 
 F.templates = G.templates
-function F.legal(v)
-  if v.kernel == "tensorop" then
-    return "the tensorop kernel is the GEMM's (one weight operand); allowed: kernel = warp, skinny, mma", "kernel"
-  end
-  return G.legal(v)
-end
+F.legal = G.legal
 F.template = G.template
 F.rank = G.rank
 
@@ -43,8 +38,9 @@ local OP_ENUM = { swiglu = "KG_DUAL_SWIGLU", geglu = "KG_DUAL_GEGLU", mul = "KG_
 
 function F.descriptor(v, d)
   local fields = { ".op = KG_OP_DUALGEMM_FP4" }
-  for _, f in ipairs(G.common_descriptor(v, d)) do fields[#fields + 1] = f end
-  fields[#fields + 1] = ".modes = KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED)"
+  for _, f in ipairs(G.common_descriptor(v, d, 2)) do fields[#fields + 1] = f end
+  -- the tensorop kernel's bulk tensor copies have no batch dimension
+  fields[#fields + 1] = ".modes = KG_MODE_BIT(KG_MODE_GEMM)" .. (v.kernel == "tensorop" and "" or " | KG_MODE_BIT(KG_MODE_BATCHED)")
   fields[#fields + 1] = ".dual_op = " .. OP_ENUM[v.op]
   fields[#fields + 1] = ".store_d0 = " .. fmt.int(v.store_d0 and 1 or 0) .. ", .store_d1 = " .. fmt.int(v.store_d1 and 1 or 0)
   fields[#fields + 1] = ".dualgemm_fp4_launch = " .. v.name

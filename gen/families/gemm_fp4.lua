@@ -13,6 +13,7 @@
 -- mma.sync m16n8k16 / MFMA 16x16x16). families/dualgemm_fp4.lua renders the
 -- same templates with two weights (PRODUCTS).
 local DG = require("families.dualgemm")
+local fmt = require("lib.fmt")
 
 local F = { name = "gemm_fp4" }
 
@@ -63,9 +64,10 @@ F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt
 -- warps of 32x32 (2 x 4 m16n8 atoms each); HIP: 64x64 on 2x2 waves of 32x32
 -- (2 x 2 MFMA 16x16 atoms). K step 32 (two k16 atoms).
 F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 } }
--- tensorop kernel (CUDA, GEMM, W4A16 bf16, 128x4 scales; fp4/gemm_tensorop.kgt): the weights,
+-- tensorop kernel (CUDA, W4A16 bf16, 128x4 scales; fp4/gemm_tensorop.kgt): the weights,
 -- decoded by the MMA warpgroups, are wgmma's register operand, A comes by bulk tensor copies;
--- block tile tn weight rows (64 per warpgroup) x tm rows of A, K tiles of tk, stages deep, ku
+-- block tile tn weight rows (64 per warpgroup; the DualGemm: tn / 2 rows of each weight, one
+-- warpgroup per weight, so tn / 2 output columns) x tm rows of A, K tiles of tk, stages deep, ku
 -- K tiles per wait on the MMAs. Dispatch prefers it to every other kernel of its key except
 -- where m <= tm / 2, or m <= MAX_M.skinny and its tiles fill less than 3/4 of the SMs
 -- (descriptor fill_m, runtime/src/kg_fp4.c). H200, NVFP4, kernel us (bench/results
@@ -173,10 +175,10 @@ local LAYOUT_ENUM = { linear = "KG_SF_LINEAR", ["128x4"] = "KG_SF_SWIZZLED_128X4
                       none = "-1" }
 F.DTYPE_ENUM, F.FORMAT_ENUM, F.LAYOUT_ENUM = DTYPE_ENUM, FORMAT_ENUM, LAYOUT_ENUM
 
--- Descriptor fields common to both families (op, modes and launch added by each).
--- Layouts are fixed by the op (A, C, D row-major, W K-major) and not in the
--- descriptor: dispatch never matches on them.
-function F.common_descriptor(v, d)
+-- Descriptor fields common to both families (op, modes and launch added by each);
+-- nb: weights per product (1 GEMM, 2 DualGemm). Layouts are fixed by the op (A, C, D
+-- row-major, W K-major) and not in the descriptor: dispatch never matches on them.
+function F.common_descriptor(v, d, nb)
   local gpu = v.backend ~= "c"
   local fields = {
     ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"', '.kernel = "' .. v.kernel .. '"',
@@ -188,7 +190,8 @@ function F.common_descriptor(v, d)
   }
   if v.kernel == "tensorop" then
     local T = F.TENSOROP
-    for _, f in ipairs({ ".tile_m = " .. T.tm, ".tile_n = " .. T.tn, ".tile_k = " .. T.tk, ".stages = " .. T.stages,
+    for _, f in ipairs({ ".tile_m = " .. T.tm, ".tile_n = " .. fmt.int(T.tn / (nb or 1)), ".tile_k = " .. T.tk,
+                         ".stages = " .. T.stages,
                          ".fill_m = " .. F.MAX_M.skinny }) do
       fields[#fields + 1] = f
     end
@@ -220,6 +223,7 @@ function F.common_prepare(v, d, env)
   env.SF_OFF_A = SF_OFF[v.sf_layout_a]
   env.MAX_M = F.MAX_M[v.kernel] or 0
   env.MMA = F.MMA_TILE[v.backend]
+  env.TENSOROP = F.TENSOROP
   env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end
   env.store_d = function(x) return string.format(d.from_f32[v.dtype], x) end
@@ -235,7 +239,6 @@ function F.prepare(v, d, env)
   env.PRODUCTS = { { b = "b", sf = "sf_b", gs = "global_scale_b", c = "c", d = "d", alpha = "alpha", beta = "beta",
                      store = true } }
   env.dual_op = nil
-  env.TENSOROP = F.TENSOROP
 end
 
 -- The DualGemm op expression (families/dualgemm.lua), for the FP4 DualGemm.

@@ -408,9 +408,10 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** multiple of 16 bytes, and for `tensorop` sf_b 16-byte aligned
 ** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m and alignment.
 ** Dispatch tries `tensorop` first and passes it over for m <= 128 and for
-** m <= 512 where its 256 x 128 tiles (rows of A x weight rows) fill less than
-** 3/4 of the SMs (there the small-M kernels or the dequantize path below are
-** faster); forced by name it takes any m.
+** m <= 512 where its 256 x 128 tiles (rows of A x weight rows; kg_dualgemm_fp4:
+** 256 x 64, rows of A x output columns) fill less than 3/4 of the SMs (there the
+** small-M kernels or the dequantize path below are faster); forced by name it
+** takes any m.
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks an `mma` kernel
@@ -507,7 +508,10 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 ** - No broadcast B1 vector: ldb0, ldb1 >= k/2 (the FP4 weights are matrices).
 ** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
 ** and their batch strides 16-byte multiples on GPUs, a's batch stride a
-** multiple of 8 elements / 16 bytes). Workspace: optional, the dequantize path
+** multiple of 8 elements / 16 bytes; for `tensorop` sf_b0 and sf_b1 16-byte
+** aligned). The `tensorop` kernels take KG_MODE_GEMM only (a batched problem
+** runs the other kernels; forced by name, KG_ERROR_NOT_SUPPORTED); where they
+** run, the call needs no workspace. Workspace: optional, the dequantize path
 ** of kg_gemm_fp4 (above): W0 and W1 dequantized with every scale group (a
 ** shared operand once) and kg_dualgemm's batched mode with the matching
 ** batch strides; each group's global scale is applied by its dequantize, so

@@ -616,10 +616,14 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
         return why;
       }
       /* the tensorop kernel copies 512-byte groups of 128x4 scales in bulk */
-      if (strcmp(v->kernel, "tensorop") == 0 && (uintptr_t)g->sf_b[0] % 16 != 0) {
-        *misaligned = 1;
-        return "operand sf_b: pointer must be 16-byte aligned (bulk copies of the scales)";
-      }
+      for (int i = 0; strcmp(v->kernel, "tensorop") == 0 && i < g->nb; i++)
+        if ((uintptr_t)g->sf_b[i] % 16 != 0) {
+          static const char *const SF[2][2] = { { "sf_b", "sf_b0" }, { "", "sf_b1" } };
+          *misaligned = 1;
+          snprintf(why, sizeof why, "operand %s: pointer must be 16-byte aligned (bulk copies of the scales)",
+                   SF[i][g->dual]);
+          return why;
+        }
     }
     if (v->fill_m > 0 && v->backend != KG_BACKEND_C && !exec->variant) {
       /* a preference, not a limit of the kernel: a variant forced by name runs any size */

@@ -180,7 +180,7 @@ typedef struct kg_variant {
   int path_m;             /* FP4 small-M kernels: above this m the GPU dequantize path runs
                           ** instead where the workspace allows; 0: never */
   int tile_m, tile_n, tile_k, stages;
-  int fill_m;             /* FP4 tensorop kernels (tile_m rows of A x tile_n weight rows): dispatch
+  int fill_m;             /* FP4 tensorop kernels (tile_m rows of A x tile_n output columns): dispatch
                           ** passes them over for m <= tile_m / 2, and for m <= fill_m where their
                           ** tiles fill less than 3/4 of the SMs (the small-M kernels or the
                           ** dequantize path run there); 0: no such rule */

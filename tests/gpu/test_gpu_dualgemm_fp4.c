@@ -1,6 +1,7 @@
 /*
 ** test_gpu_dualgemm_fp4.c -- every compiled CUDA block-scaled FP4 DualGemm variant
-** (kg_fp4dualgemm_cuda_*: warp and skinny kernels for m <= 16, mma kernels for any m; W4A16 and W4A4) and
+** (kg_fp4dualgemm_cuda_*: warp and skinny kernels for small m, mma and tensorop kernels for any m; W4A16
+** and W4A4) and
 ** every CUDA amax variant (kg_amax_cuda_*) against references computed here on the CPU (never
 ** against other generated code, the C backend or the runtime's FP4 helpers).
 **
@@ -36,16 +37,21 @@
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
+** The tensorop variants (one problem, KG_MODE_GEMM) run the unbatched CASES and TC_CASES (m 257 .. 700 over
+** several 256-row tiles, the last partly filled; n cut inside a 64-column tile; ragged k), and
+** check_tensorop_dispatch (see there).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 320 with or without a workspace
 ** and for m = 512 without one; with one the dequantize path where it applies, above path_m = 320),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
-** NULL), without a workspace (select names the variant) and with one of
+** NULL), without a workspace (select names the variant, or for one problem the tensorop variant of the key
+** where there is one: any_m_target) and with one of
 ** kg_dualgemm_fp4_workspace_size's bytes (NaN-poisoned, guarded: the path may write only inside it).
 ** On the GPU the size must be > 0 exactly for cases with C / D lds and batch strides multiples of 8
-** whose op and stores kg_dualgemm has a tensor-core variant for (has_tensorop: swiglu / geglu with D2
+** that dispatch does not give to the FP4 tensorop kernel and whose op and stores kg_dualgemm has a
+** tensor-core variant for (has_tensorop: swiglu / geglu with D2
 ** only in the shipped specs), select then names "dequantize + kg_dualgemm_cuda_tensorop_*", and
 ** the results meet the tolerances above plus u * |alpha_i| * sum |a w_i| per operand of product i
 ** with an NVFP4 global scale (the path rounds e2m1 * sf / gs to bf16 once). Cases: m 513 .. 545, n 7
@@ -88,6 +94,7 @@ static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 typedef struct dvar {
   const char *name;
   int max_m, path_m, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
+  int tensorop;   /* the tensorop kernel: one problem (KG_MODE_GEMM) only */
 } dvar;
 
 static int parse_layout(const char *s, int *l) {
@@ -108,6 +115,7 @@ static int parse_dvar(const char *name, dvar *v) {
   if (nt != 6 && nt != 8) return 0;
   v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
   v->path_m = !strcmp(tok[0], "skinny") ? 320 : 0;   /* the dequantize path above it, given the workspace */
+  v->tensorop = !strcmp(tok[0], "tensorop");
   v->format = !strcmp(tok[1], "nvfp4") ? KG_FP4_NVFP4 : !strcmp(tok[1], "mxfp4") ? KG_FP4_MXFP4 : -1;
   v->bf = !strcmp(tok[2], "bf16") ? 1 : !strcmp(tok[2], "f16") ? 0 : -1;
   v->op = !strcmp(tok[3], "swiglu") ? KG_DUAL_SWIGLU : !strcmp(tok[3], "geglu") ? KG_DUAL_GEGLU
@@ -203,6 +211,15 @@ static const dcase PATH_CASES[] = {
 };
 #define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
 
+/* The tensorop kernel beyond CASES (one problem each): several 256-row tiles of A, the last partly
+** filled; 64-column tiles whose W0 / W1 rows sit in either half of their 128-row scale group, the
+** last cut by n; ragged k (kv not a multiple of 4, a last K tile of zeros); exact tiles. */
+static const dcase TC_CASES[] = {
+  { 600, 200, 4096, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 257, 129, 600, 0, 0, CN_NONE, CN_FULL, 0, 1 },
+  { 700, 1100, 512, 0, 0, CN_BIAS, CN_NONE, 1, 1 }, { 256, 64, 64, 0, 0, CN_NONE, CN_NONE, 1, 1 },
+};
+#define NTC_CASES ((int)(sizeof TC_CASES / sizeof TC_CASES[0]))
+
 /* How a case runs: the variant forced by name; dispatch without a workspace; dispatch with a workspace
 ** of kg_dualgemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
 enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE };
@@ -224,6 +241,20 @@ static int has_tensorop(const dvar *v) {
       return 1;
   }
   return 0;
+}
+
+/* The variant dispatch runs for v's key on a GPU at m > 512: for one problem (not batched) the FP4
+** tensorop kernel (the weights decoded by its MMA warpgroups; never the dequantize path) where one is
+** compiled in for the key (W4A16 bf16, 128x4 scales, v's op and stores), else v. */
+static const char *any_m_target(const dvar *v, int batched) {
+  static const char *const OPS[] = { "swiglu", "geglu", "mul" };
+  static char name[160];
+  if (BACKEND == KG_BACKEND_C || batched || v->a_fp4 || !v->bf || v->layout != KG_SF_SWIZZLED_128X4) return v->name;
+  snprintf(name, sizeof name, "%stensorop_%s_bf16_%s_%s%sd2_sf128x4", DPREFIX, v->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4",
+           OPS[v->op], v->sd0 ? "d0" : "", v->sd1 ? "d1" : "");
+  for (int i = 0; i < kg_variant_count(); i++)
+    if (!strcmp(kg_variant_name(i), name)) return kg_variant_name(i);
+  return v->name;
 }
 
 /* Scale bytes that keep D2 (a product of two sums) inside f16's range (see check_dualgemm_fp4.c). */
@@ -363,7 +394,8 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     size_t ws = 1;
     const char *sel = NULL;
     const int gs_any = a.global_scale_b0 || a.global_scale_b1 || a.global_scale_a;
-    const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) &&
+    const char *target = any_m_target(v, c->batch != 0);
+    const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) && !strstr(target, "_tensorop_") &&
                        (bf || (v->format == KG_FP4_NVFP4 && !gs_any));
     kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
     if (qs != KG_SUCCESS || (ws > 0) != expect) {
@@ -377,7 +409,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     kg_status ss = kg_dualgemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
     const char *tc = "kg_dualgemm_" BACKEND_NAME "_tensorop_";
-    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && strcmp(sel, v->name) != 0) ||
+    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && strcmp(sel, target) != 0) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), tc, strlen(tc)) != 0)) {
       printf("FAIL %s: select %s gave %s (workspace %zu bytes)\n", what, kg_status_string(ss), sel ? sel : "-", ws);
       ok = 0;
@@ -671,6 +703,63 @@ static int run_dual_path_statuses(const dvar *v) {
   return ok;
 }
 
+/* The tensorop kernel's dispatch rules (descriptor fill_m and modes, kg_fp4.c): passed over for m <=
+** 128 (half its 256-row tile), for m <= 512 where its 256 x 64 tiles fill less than 3/4 of the SMs,
+** for batched problems and for an sf_b1 not 16-byte aligned (the mma kernel of the key runs), taken
+** otherwise with a workspace size of 0; forced by name it takes any m and refuses the last two
+** (KG_ERROR_NOT_SUPPORTED, KG_ERROR_MISALIGNED_OPERAND). Sizes far from the SM-count boundary. */
+static int check_tensorop_dispatch(const dvar *v) {
+  /* chosen: select names v; else st is select's status and, where it succeeds, explain says why */
+  static const struct { int64_t m, n, batch; int sf_off, forced, chosen; kg_status st; const char *why; } CASES[] = {
+    { 128, 16384, 0, 0, 0, 0, KG_SUCCESS, "fills at most half of its 256-row tiles" },
+    { 192, 32768, 0, 0, 0, 1, KG_SUCCESS, NULL },
+    { 512, 128, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
+    { 600, 128, 0, 0, 0, 1, KG_SUCCESS, NULL },
+    { 1, 128, 0, 0, 1, 1, KG_SUCCESS, NULL },
+    { 600, 128, 2, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
+    { 600, 128, 2, 0, 1, 0, KG_ERROR_NOT_SUPPORTED, NULL },
+    { 600, 128, 0, 4, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
+    { 600, 128, 0, 4, 1, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
+  };
+  const int64_t k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz, nmax = 32768, mmax = 600;
+  const size_t sfmax = ref_sf_bytes(v->layout, nmax, kv, 1);
+  uint8_t *dA = dev_alloc((size_t)(mmax * k * 2)), *dB = dev_alloc((size_t)(nmax * k / 2)), *dS = dev_alloc(sfmax + 16);
+  uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));
+  static char buf[16384];
+  int ok = 1;
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    kg_dualgemm_fp4_args a;
+    memset(&a, 0, sizeof a);
+    a.mode = CASES[i].batch ? KG_MODE_BATCHED : KG_MODE_GEMM; a.batch_count = CASES[i].batch ? CASES[i].batch : 1;
+    a.m = CASES[i].m; a.n = CASES[i].n; a.k = k; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
+    a.op = v->op; a.store_d0 = v->sd0; a.store_d1 = v->sd1;
+    a.a = dA; a.lda = k;   /* batches share A, W0, W1 (batch stride 0) */
+    a.b0 = a.b1 = dB; a.ldb0 = a.ldb1 = k / 2;
+    a.sf_b0 = dS; a.sf_b1 = dS + CASES[i].sf_off; a.sf_b0_bytes = a.sf_b1_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
+    a.d0 = v->sd0 ? dD : NULL; a.d1 = v->sd1 ? dD : NULL; a.d2 = dD;
+    a.ldd0 = a.ldd1 = a.ldd2 = a.n; a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = a.m * a.n;
+    a.alpha0 = a.alpha1 = 1.0f;
+    kg_exec e = exec_for(CASES[i].forced ? v->name : NULL);
+    const char *sel = NULL;
+    size_t ws = 7;
+    const kg_status st = kg_dualgemm_fp4_select(&a, &e, &sel), qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
+    const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
+    int good = st == CASES[i].st && picked == CASES[i].chosen && (!picked || (qs == KG_SUCCESS && ws == 0));
+    if (good && CASES[i].why) {   /* explain names the rule */
+      kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
+      good = strstr(buf, CASES[i].why) != NULL;
+    }
+    if (!good) {
+      printf("FAIL %s: dispatch at m = %lld, n = %lld, batch %lld%s%s chose %s (%s), workspace %zu bytes\n", v->name,
+             (long long)a.m, (long long)a.n, (long long)CASES[i].batch, CASES[i].sf_off ? ", sf_b1 misaligned" : "",
+             CASES[i].forced ? " (forced)" : "", sel ? sel : "-", kg_status_string(st), ws);
+      ok = 0;
+    }
+  }
+  dev_free(dA); dev_free(dB); dev_free(dS); dev_free(dD);
+  return ok;
+}
+
 /* ---- amax ------------------------------------------------------------------------------------ */
 static int run_amax(const char *name, kg_dtype t, int64_t batch, int64_t rows, int64_t cols) {
   const int64_t ldx = cols + 5, bs = rows * ldx + 11;
@@ -851,9 +940,11 @@ int main(int argc, char **argv) {
       double worst = 0.0;
       int fails = 0, path_runs = 0;
       for (int c = 0; c < NCASES; c++) {
-        if (v.max_m && CASES[c].m > v.max_m) continue;
+        if ((v.max_m && CASES[c].m > v.max_m) || (v.tensorop && CASES[c].batch)) continue;
         if (run_dual(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       }
+      for (int c = 0; v.tensorop && c < NTC_CASES; c++)
+        if (run_dual(&v, &TC_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
       if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
@@ -861,7 +952,9 @@ int main(int argc, char **argv) {
         for (int64_t m = 5; m <= 24; m += 19)
           if (run_pdl_chain(&v, m, &worst)) g_pass++; else { g_fail++; fails++; }
       }
-      if (!v.max_m) {
+      if (v.tensorop && BACKEND != KG_BACKEND_C) {
+        if (check_tensorop_dispatch(&v)) g_pass++; else { g_fail++; fails++; }
+      } else if (!v.max_m) {
         for (int c = 0; c < NPATH; c++)
           for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
             if (run_dual(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }

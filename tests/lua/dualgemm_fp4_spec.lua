@@ -51,12 +51,23 @@ describe("dualgemm_fp4 family", function()
     assert.is_truthy(errors[2]:find('op = "relu" is not allowed; allowed: swiglu, geglu, mul', 1, true), errors[2])
   end)
 
-  it("refuses the GEMM's tensorop kernel", function()
+  it("takes the tensorop kernel for CUDA bf16 W4A16 with 128x4 scales: 64-column tiles, one problem, first of its key", function()
     local variants, errors = expand_in("dualgemm_fp4",
-      { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", sf_layout = "128x4" })
+      { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", op = { "swiglu", "mul" } })
+    assert.are.same({}, errors)
+    assert.are.same({ "kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_mul_d2_sf128x4",
+                      "kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4" }, names(variants))
+    assert.is_true(dualgemm_fp4.rank(variants[1]) > dualgemm_fp4.rank({ kernel = "skinny" }))
+    -- one warpgroup per weight: 128 weight rows per block are 64 output columns; no batched mode
+    local desc = table.concat(dualgemm_fp4.descriptor(variants[1], { backend_enum = "KG_BACKEND_CUDA", arch = "sm_90a" }), " ")
+    assert.is_truthy(desc:find(".tile_m = 256 .tile_n = 64", 1, true), desc)
+    assert.is_truthy(desc:find(".fill_m = 512", 1, true), desc)
+    assert.is_truthy(desc:find(".modes = KG_MODE_BIT(KG_MODE_GEMM) .dual_op", 1, true), desc)
+    assert.is_falsy(desc:find("KG_MODE_BATCHED", 1, true), desc)
+    variants, errors = expand_in("dualgemm_fp4",
+      { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", sf_layout = "linear" })
     assert.are.equal(0, #variants)
-    assert.is_truthy(errors[1]:find("the tensorop kernel is the GEMM's", 1, true), errors[1])
-    assert.is_truthy(errors[1]:find("allowed: kernel = warp, skinny, mma", 1, true), errors[1])
+    assert.is_truthy(errors[1]:find("allowed: sf_layout = 128x4", 1, true), errors[1])
   end)
 
   it("describes both-weight variants: op, stores, batched mode, small-M limit of the warp kernel", function()
@@ -80,12 +91,14 @@ describe("dualgemm_fp4 family", function()
     end
   end)
 
-  it("ships C, warp and mma variants; the FFN case (bf16 NVFP4 SwiGLU) on every backend", function()
+  it("ships C, warp, skinny, mma and tensorop variants; the FFN case (bf16 NVFP4 SwiGLU) on every backend", function()
     local out, rc = H.kgen("list")
     assert.are.equal(0, rc, out)
     for _, name in ipairs({ "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4",
+                            "kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4",
+                            "kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4",
                             "kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear",
                             "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4",
@@ -99,11 +112,13 @@ describe("dualgemm_fp4 family", function()
 end)
 
 describe("FP4 dispatch order", function()
-  it("puts the small-M kernels (skinny, then warp) before the any-M mma kernel of the same key in kg_table.c", function()
+  it("puts tensorop first, then the small-M kernels (skinny, then warp), then the any-M mma kernel of a key in kg_table.c", function()
     local text = H.read(H.root .. "/generated/kg_table.c")
     assert.is_truthy(text)
     for _, pair in ipairs({
       { "kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4\"" },
+      { "kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\"" },
+      { "kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4\"" },
       { "kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\"", "kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4\"" },
       { "kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear\"", "kg_fp4gemm_cuda_warp_mxfp4_bf16_sflinear\"" },
       { "kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4\"", "kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4\"" },
