@@ -16,11 +16,10 @@
 ** m16n8k16 A fragment of the warp's 16 rows; scale blocks past kv give 0 (the layout's padding).
 ** Then the 8 MMAs of those stages, one wait for them all, and the stages are released (empty
 ** mbarriers, one arrival per MMA warp): one warpgroup decodes while the other's MMAs run.
-** Epilogue: each warpgroup takes alpha_i / gs_i and beta_i * C_i in f32 and rounds to bf16
-** (stored as D_i where asked); warpgroup 2 hands its D1 values through shared memory (the free A
-** stages) to the threads of warpgroup 1 that hold D0 at the same places, which store D2; pairs of
-** adjacent columns (exchanged between lanes) are stored together. Grid: x = column tiles, y = tiles
-** of A's rows. */
+** Epilogue: the sums go through the free stage buffers (transposed back to rows of A), and all MMA
+** threads store 8 consecutive outputs at a time: alpha_i / gs_i and beta_i * C_i in f32, D0 and D1
+** rounded to bf16 (stored where asked), D2 = mul(D0, D1). Grid: x = column tiles, y = tiles of
+** A's rows. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -267,8 +266,8 @@ typedef struct fp4t_params {
   const float *gs[2];                        /* NVFP4 global scales (device memory; NULL: 1) */
   const __nv_bfloat16 *c[2]; int64_t ldc[2];      /* NULL: beta == 0 */
   __nv_bfloat16 *d[2]; int64_t ldd[2];            /* NULL: not stored */
-  int pair_ok[2];                            /* d and ldd allow 4-byte stores of two outputs */
-  __nv_bfloat16 *d2; int64_t ldd2; int pair_ok2;
+  int c_vec[2], d_vec[2];                 /* 16-byte loads of C / stores of D (pointer and ld allow them) */
+  __nv_bfloat16 *d2; int64_t ldd2; int d2_vec;
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
 } fp4t_params;
@@ -280,34 +279,42 @@ static __device__ __forceinline__ uint32_t fp4t_gather(uint32_t w0, uint32_t w1,
   return kg_fp4_prmt(kg_fp4_prmt(w0, w1, sel), kg_fp4_prmt(w2, w3, sel), 0x5410u);
 }
 
-/* Output (r, c) of product i (r < m, c < n) from its sum x: post * x + beta_i * C_i, rounded to
-** bf16 (post: alpha_i / gs_i). */
-static __device__ __forceinline__ float fp4t_out(const fp4t_params &p, int i, int64_t r, int64_t c, float x, float post) {
-  x *= post;
-  if (p.c[i]) x += p.beta[i] * __bfloat162float(p.c[i][r * p.ldc[i] + c]);
-  return __bfloat162float(__float2bfloat16_rn(x));
-}
-
-/* Stores y0, y1 (already bf16 values) at (r, c), (r, c + 1) of d, c even; nothing past m, n. */
-static __device__ __forceinline__ void fp4t_put2(const fp4t_params &p, __nv_bfloat16 *d, int64_t ldd, int pair_ok, int64_t r,
-                                                 int64_t c, float y0, float y1) {
-  if (r >= p.m || c >= p.n) return;
-  __nv_bfloat16 *dp = d + r * ldd + c;
-  if (c + 1 < p.n && pair_ok) {
-    *(uint32_t *)dp = kg_fp4_pack_bf16(y0, y1);
-  } else {
-    dp[0] = __float2bfloat16_rn(y0);
-    if (c + 1 < p.n) dp[1] = __float2bfloat16_rn(y1);
+/* The outputs (r, c .. c + 7) of product i (r < m, c < n; those past n are 0) from their sums x:
+** post * x + beta_i * C_i, rounded to bf16 (post: alpha_i / gs_i). */
+static __device__ __forceinline__ void fp4t_out8(const fp4t_params &p, int i, int64_t r, int64_t c, const float x[8],
+                                                 float post, float y[8]) {
+  const bool whole = c + 8 <= p.n;
+  float cv[8];
+#pragma unroll
+  for (int q = 0; q < 8; q++) cv[q] = 0.0f;
+  if (p.c[i]) {
+    const __nv_bfloat16 *cp = p.c[i] + r * p.ldc[i] + c;
+    if (whole && p.c_vec[i]) {
+      const uint4 w = *(const uint4 *)cp;
+      const __nv_bfloat16 *e = (const __nv_bfloat16 *)&w;
+#pragma unroll
+      for (int q = 0; q < 8; q++) cv[q] = p.beta[i] * __bfloat162float(e[q]);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 8; q++) cv[q] = c + q < p.n ? p.beta[i] * __bfloat162float(cp[q]) : 0.0f;
+    }
   }
+#pragma unroll
+  for (int q = 0; q < 8; q++) y[q] = c + q < p.n ? __bfloat162float(__float2bfloat16_rn(x[q] * post + cv[q])) : 0.0f;
 }
 
-/* The outputs of product i that a thread stores for accumulator pair (j, h) (see the epilogue):
-** (r, c) and (r, c + 1), 0 past m or n. */
-static __device__ __forceinline__ void fp4t_pair(const fp4t_params &p, int i, int64_t r, int64_t c, float x0, float x1,
-                                                 float post, float *y0, float *y1) {
-  const bool in = r < p.m && c < p.n;
-  *y0 = in ? fp4t_out(p, i, r, c, x0, post) : 0.0f;
-  *y1 = in && c + 1 < p.n ? fp4t_out(p, i, r, c + 1, x1, post) : 0.0f;
+/* Stores y[0..7] (bf16 values) at (r, c .. c + 7) of d, nothing past n; vec: 16-byte stores allowed. */
+static __device__ __forceinline__ void fp4t_put8(const fp4t_params &p, __nv_bfloat16 *d, int64_t ldd, int vec, int64_t r,
+                                                 int64_t c, const float y[8]) {
+  __nv_bfloat16 *dp = d + r * ldd + c;
+  if (c + 8 <= p.n && vec) {
+    *(uint4 *)dp = make_uint4(kg_fp4_pack_bf16(y[0], y[1]), kg_fp4_pack_bf16(y[2], y[3]), kg_fp4_pack_bf16(y[4], y[5]),
+                              kg_fp4_pack_bf16(y[6], y[7]));
+  } else {
+#pragma unroll
+    for (int q = 0; q < 8; q++)
+      if (c + q < p.n) dp[q] = __float2bfloat16_rn(y[q]);
+  }
 }
 
 __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_mul_d0d1d2_sf128x4_kernel(fp4t_params p, const __grid_constant__ fp4t_maps tm) {
@@ -414,48 +421,45 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
     rs += 2;
     if (rs == 4) { rs = 0; phase ^= 1u; }
   }
-  const int i = wgi;   /* this warpgroup's product */
-  const float post = p.alpha[i] * (p.gs[i] ? 1.0f / p.gs[i][0] : 1.0f);
-  /* accumulator (j, e): weight row r0 + 8 (e / 2), row of A 8 j + 2 t + e % 2. Lanes g, g ^ 1 swap
-  ** one value: the even lane takes weight rows (g, g + 1) at A's row 2 t, the odd one at 2 t + 1,
-  ** output columns c, c + 1 of row r. */
-  const bool even = (g & 1) == 0;
-  const int64_t cb = n0 + wl * 16 + (g & ~1);
-  /* D1 through the A stages: value q of pair (j, h) of thread l of the warpgroup at word
-  ** ((j * 2 + h) * 2 + q) * 128 + l (both warpgroups' MMAs done first: the stages are free) */
-  float *xch = (float *)sa;
-  const int l = wl * 32 + lane;
+  /* Epilogue. Once both warpgroups' MMAs are done the stage buffers are free: each thread puts its
+  ** sums there, product i's tile [256][LDT] f32 (row of A, output column; LDT = columns + 4 keeps
+  ** the writes conflict-free), and then the 256 MMA threads store rows of 8 outputs at a time:
+  ** a short loop, coalesced. Accumulator (j, e): weight row r0 + 8 (e / 2), row of A 8 j + 2 t + e % 2. */
+  enum { LDT = 64 + 4, CT = 8, RSTEP = 32 };
+  float *tile = (float *)sa;
   asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
-  if (wgi == 1) {
+  {
+    float *mine = tile + wgi * 256 * LDT;
+    const int col = wl * 16 + g;
 #pragma unroll
     for (int j = 0; j < 32; j++)
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const float x0 = acc[j][2 * h], x1 = acc[j][2 * h + 1];
-        const float o = __shfl_xor_sync(0xffffffffu, even ? x1 : x0, 4);
-        const int64_t c = cb + 8 * h, r = m0 + 8 * j + 2 * t + (even ? 0 : 1);
-        float y0, y1;
-        fp4t_pair(p, 1, r, c, even ? x0 : o, even ? o : x1, post, &y0, &y1);
-        if (p.d[1]) fp4t_put2(p, p.d[1], p.ldd[1], p.pair_ok[1], r, c, y0, y1);
-        xch[((j * 2 + h) * 2) * 128 + l] = y0;
-        xch[((j * 2 + h) * 2 + 1) * 128 + l] = y1;
-      }
+      for (int e = 0; e < 4; e++) mine[(8 * j + 2 * t + (e & 1)) * LDT + col + 8 * (e >> 1)] = acc[j][e];
   }
   asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
-  if (wgi == 0) {
+  float post[2];
 #pragma unroll
-    for (int j = 0; j < 32; j++)
+  for (int i = 0; i < 2; i++)
+    post[i] = p.alpha[i] * (p.gs[i] ? 1.0f / p.gs[i][0] : 1.0f);
+  const int ct = (tid - 128) % CT, rt = (tid - 128) / CT;
+  const int64_t c = n0 + 8 * ct;
+  if (c >= p.n) return;
+#pragma unroll 1
+  for (int rr = rt; rr < 256 && m0 + rr < p.m; rr += RSTEP) {
+    const int64_t r = m0 + rr;
+    float y[2][8];
 #pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const float x0 = acc[j][2 * h], x1 = acc[j][2 * h + 1];
-        const float o = __shfl_xor_sync(0xffffffffu, even ? x1 : x0, 4);
-        const int64_t c = cb + 8 * h, r = m0 + 8 * j + 2 * t + (even ? 0 : 1);
-        float y0, y1;
-        fp4t_pair(p, 0, r, c, even ? x0 : o, even ? o : x1, post, &y0, &y1);
-        if (p.d[0]) fp4t_put2(p, p.d[0], p.ldd[0], p.pair_ok[0], r, c, y0, y1);
-        const float z0 = xch[((j * 2 + h) * 2) * 128 + l], z1 = xch[((j * 2 + h) * 2 + 1) * 128 + l];
-        fp4t_put2(p, p.d2, p.ldd2, p.pair_ok2, r, c, (y0) * (z0), (y1) * (z1));
-      }
+    for (int i = 0; i < 2; i++) {
+      const float4 *sp = (const float4 *)(tile + (i * 256 + rr) * LDT + 8 * ct);
+      const float4 u = sp[0], w = sp[1];
+      const float x[8] = { u.x, u.y, u.z, u.w, w.x, w.y, w.z, w.w };
+      fp4t_out8(p, i, r, c, x, post[i], y[i]);
+      if (p.d[i]) fp4t_put8(p, p.d[i], p.ldd[i], p.d_vec[i], r, c, y[i]);
+    }
+    float z[8];
+#pragma unroll
+    for (int q = 0; q < 8; q++) z[q] = (y[0][q]) * (y[1][q]);
+    fp4t_put8(p, p.d2, p.ldd2, p.d2_vec, r, c, z);
   }
 }
 
@@ -469,16 +473,18 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_mul_d0d1d2_sf128x4(
   p.sf_groups = (p.kv + 3) / 4;
   p.sf[0] = (const uint8_t *)args->sf_b0; p.gs[0] = args->global_scale_b0;
   p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0; p.ldc[0] = args->ldc0;
+  p.c_vec[0] = (uintptr_t)args->c0 % 16 == 0 && args->ldc0 % 8 == 0;
   p.d[0] = (__nv_bfloat16 *)args->d0; p.ldd[0] = args->ldd0;
-  p.pair_ok[0] = (uintptr_t)args->d0 % 4 == 0 && args->ldd0 % 2 == 0;
+  p.d_vec[0] = (uintptr_t)args->d0 % 16 == 0 && args->ldd0 % 8 == 0;
   p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
   p.sf[1] = (const uint8_t *)args->sf_b1; p.gs[1] = args->global_scale_b1;
   p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0; p.ldc[1] = args->ldc1;
+  p.c_vec[1] = (uintptr_t)args->c1 % 16 == 0 && args->ldc1 % 8 == 0;
   p.d[1] = (__nv_bfloat16 *)args->d1; p.ldd[1] = args->ldd1;
-  p.pair_ok[1] = (uintptr_t)args->d1 % 4 == 0 && args->ldd1 % 2 == 0;
+  p.d_vec[1] = (uintptr_t)args->d1 % 16 == 0 && args->ldd1 % 8 == 0;
   p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
   p.d2 = (__nv_bfloat16 *)args->d2; p.ldd2 = args->ldd2;
-  p.pair_ok2 = (uintptr_t)args->d2 % 4 == 0 && args->ldd2 % 2 == 0;
+  p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0;
   p.m = args->m; p.n = args->n; p.k = args->k;
   fp4t_maps maps;
   memset(&maps, 0, sizeof maps);

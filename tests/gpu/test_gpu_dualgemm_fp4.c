@@ -709,7 +709,8 @@ static int run_dual_path_statuses(const dvar *v) {
 ** otherwise with a workspace size of 0; forced by name it takes any m and refuses the last two
 ** (KG_ERROR_NOT_SUPPORTED, KG_ERROR_MISALIGNED_OPERAND). Sizes far from the SM-count boundary. */
 static int check_tensorop_dispatch(const dvar *v) {
-  /* chosen: select names v; else st is select's status and, where it succeeds, explain says why */
+  /* chosen: select names v. Forced: st is select's status. Passed over: explain says why (select's
+  ** status then depends on the other variants of the key: none may take the problem) */
   static const struct { int64_t m, n, batch; int sf_off, forced, chosen; kg_status st; const char *why; } CASES[] = {
     { 128, 16384, 0, 0, 0, 0, KG_SUCCESS, "fills at most half of its 256-row tiles" },
     { 192, 32768, 0, 0, 0, 1, KG_SUCCESS, NULL },
@@ -744,7 +745,8 @@ static int check_tensorop_dispatch(const dvar *v) {
     size_t ws = 7;
     const kg_status st = kg_dualgemm_fp4_select(&a, &e, &sel), qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
-    int good = st == CASES[i].st && picked == CASES[i].chosen && (!picked || (qs == KG_SUCCESS && ws == 0));
+    int good = (!CASES[i].forced || st == CASES[i].st) && picked == CASES[i].chosen &&
+               (!picked || (qs == KG_SUCCESS && ws == 0));
     if (good && CASES[i].why) {   /* explain names the rule */
       kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
       good = strstr(buf, CASES[i].why) != NULL;
