@@ -75,7 +75,8 @@ F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm 
 -- against 97.3, m = 512 111.2 against the dequantize path's 171.6, m = 4096 793.9 against 884.5;
 -- 4096x4096 m = 512 51.1 against 47.0 (32 x 2 tiles), m = 1024 57.4 against 79.0. Measured
 -- forms: tm 128 (0.45-0.58x cuBLAS), one K tile per wait (0.72-0.82x at m >= 1024), 6 stages
--- (10-20% slower than 4).
+-- (10-20% slower than 4). DualGemm (2026-12-02 75fd010): SwiGLU 14336x4096 m = 1024 473 us
+-- against the dequantize path's 525.
 F.TENSOROP = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 }
 
 local LAYOUTS = { "linear", "128x4", "8x4" }
