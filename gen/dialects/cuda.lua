@@ -170,6 +170,37 @@ return {
   named_barrier = function(id, count)
     return string.format('asm volatile("bar.sync %%0, %%1;" :: "r"(%s), "r"(%s) : "memory")', id, count)
   end,
+  -- Thread block clusters (sm_90) of cz blocks along grid z (a block's rank in its cluster is
+  -- then blockIdx.z % cz). launch_cluster: statements that launch like `launch` and assign the
+  -- launch's error_t to err, with the cluster when the C expression cz is above 1. cluster_sync:
+  -- every thread of every block of the cluster arrives (release) and waits (acquire), so shared
+  -- memory written before it is readable by the cluster's blocks after it. cluster_preamble
+  -- (after tma's preamble) defines kg_cluster_ld4(p, rank): four f32 at this block's shared
+  -- address p, read from the shared memory of cluster block rank.
+  launch_cluster = function(kernel, grid, block, smem, stream, args, cz, err)
+    return table.concat({
+      "cudaLaunchConfig_t cfg_ = {};",
+      "  cudaLaunchAttribute attr_[1];",
+      string.format("  cfg_.gridDim = %s; cfg_.blockDim = %s; cfg_.dynamicSmemBytes = %s; cfg_.stream = %s;",
+                    grid, block, smem, stream),
+      "  attr_[0].id = cudaLaunchAttributeClusterDimension;",
+      string.format("  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(%s);",
+                    cz),
+      string.format("  cfg_.attrs = attr_; cfg_.numAttrs = (%s) > 1 ? 1 : 0;", cz),
+      string.format("  %s = cudaLaunchKernelEx(&cfg_, %s, %s);", err, kernel, args),
+    }, "\n")
+  end,
+  cluster_sync = 'asm volatile("barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;" ::: "memory")',
+  cluster_preamble = table.concat({
+    "static __device__ __forceinline__ float4 kg_cluster_ld4(const void *p, unsigned rank) {",
+    "  unsigned a;",
+    "  float4 v;",
+    '  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(kg_smem_u32(p)), "r"(rank));',
+    '  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)',
+    '               : "r"(a) : "memory");',
+    "  return v;",
+    "}",
+  }, "\n"),
   -- raise the dynamic shared memory limit of a kernel (statement returning error_t)
   set_smem_limit = function(kernel, bytes)
     return string.format("cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %s)", kernel, bytes)

@@ -259,6 +259,14 @@ static __device__ __forceinline__ void kg_bulk_load(void *dst, const void *src, 
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                :: "r"(kg_smem_u32(dst)), "l"(src), "r"(bytes), "r"(kg_smem_u32(bar)) : "memory");
 }
+static __device__ __forceinline__ float4 kg_cluster_ld4(const void *p, unsigned rank) {
+  unsigned a;
+  float4 v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(kg_smem_u32(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(a) : "memory");
+  return v;
+}
 
 /* Per product i (W0, W1): scales, global scale, C, D. */
 typedef struct fp4t_params {
@@ -270,6 +278,7 @@ typedef struct fp4t_params {
   __nv_bfloat16 *d2; int64_t ldd2; int d2_vec;
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
+  int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
 } fp4t_params;
 /* tensor maps: A (bf16 [m, k]) and the weights (bytes [n, k/2]) */
 struct fp4t_maps { CUtensorMap a, w[2]; };
@@ -325,7 +334,10 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
   const long long n0 = (long long)blockIdx.x * 64, m0 = (long long)blockIdx.y * 256;
-  const int ntiles = (int)((p.k + 63) / 64), ntiles_ku = (ntiles + 1) / 2 * 2;
+  const int ntiles = (int)((p.k + 63) / 64), pairs = (ntiles + 1) / 2;
+  /* split z (cluster rank) takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
+  const int z = (int)blockIdx.z, nz = p.splits;
+  const int kt_beg = (int)((long long)pairs * z / nz) * 2, kt_end = (int)((long long)pairs * (z + 1) / nz) * 2;
   if (tid == 0) {
     for (int s = 0; s < 4; s++) {
       kg_mbar_init(full + s, 1);
@@ -339,8 +351,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
     if (tid == 0) {
       int st = 0;
       /* tiles past K up to a multiple of 2 are zeros (boxes outside the tensors) without scales */
-      for (int kt = 0; kt < ntiles_ku; kt++) {
-        if (kt >= 4) kg_mbar_wait(empty + st, (unsigned)((kt / 4 - 1) & 1));
+      for (int kt = kt_beg, i = 0; kt < kt_end; kt++, i++) {
+        if (i >= 4) kg_mbar_wait(empty + st, (unsigned)((i / 4 - 1) & 1));
         kg_mbar_expect(full + st, kt < ntiles ? 37888u : 36864u);
         kg_tma_load(sa + st * 32768, &tm.a, full + st, kt * 64, (int)m0, 0);
         kg_tma_load(sw + st * 4096 + 0, &tm.w[0], full + st, kt * 32, (int)n0, 0);
@@ -349,6 +361,11 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
         if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 512, p.sf[1] + ((n0 / 128) * p.sf_groups + kt * 4 / 4) * 512, 512u, full + st);
         st = st + 1 == 4 ? 0 : st + 1;
       }
+    }
+    /* split: the producer warps take part in the cluster's two barriers of the epilogue */
+    if (nz > 1) {
+      asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+      asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
     }
     return;
   }
@@ -369,7 +386,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   int rs = 0;
   unsigned phase = 0;
   /* K tiles kt0 .. kt0 + 1 in stages rs ..: decode into fragments a, their MMAs, release the stages */
-  for (int kt0 = 0; kt0 < ntiles_ku; kt0 += 2) {
+  for (int kt0 = kt_beg; kt0 < kt_end; kt0 += 2) {
     uint32_t a[2][4][4];
 #pragma unroll
     for (int u = 0; u < 2; u++) {
@@ -424,7 +441,10 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   /* Epilogue. Once both warpgroups' MMAs are done the stage buffers are free: each thread puts its
   ** sums there, product i's tile [256][LDT] f32 (row of A, output column; LDT = columns + 4 keeps
   ** the writes conflict-free), and then the 256 MMA threads store rows of 8 outputs at a time:
-  ** a short loop, coalesced. Accumulator (j, e): weight row r0 + 8 (e / 2), row of A 8 j + 2 t + e % 2. */
+  ** a short loop, coalesced. Accumulator (j, e): weight row r0 + 8 (e / 2), row of A 8 j + 2 t + e % 2.
+  ** Split K (nz blocks of a cluster): after a cluster barrier block z sums rows z 256 / nz ..
+  ** (z + 1) 256 / nz - 1 of every block's tile (distributed shared memory; its own first, then
+  ** ranks z + 1, .. in turn) and stores them; a second barrier keeps every tile until all have read. */
   enum { LDT = 64 + 4, CT = 8, RSTEP = 32 };
   float *tile = (float *)sa;
   asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
@@ -436,31 +456,40 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
 #pragma unroll
       for (int e = 0; e < 4; e++) mine[(8 * j + 2 * t + (e & 1)) * LDT + col + 8 * (e >> 1)] = acc[j][e];
   }
-  asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+  if (nz > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  else asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
   float post[2];
 #pragma unroll
   for (int i = 0; i < 2; i++)
     post[i] = p.alpha[i] * (p.gs[i] ? 1.0f / p.gs[i][0] : 1.0f);
   const int ct = (tid - 128) % CT, rt = (tid - 128) / CT;
   const int64_t c = n0 + 8 * ct;
-  if (c >= p.n) return;
+  const int r_end = 256 * (z + 1) / nz;
 #pragma unroll 1
-  for (int rr = rt; rr < 256 && m0 + rr < p.m; rr += RSTEP) {
+  for (int rr = 256 * z / nz + rt; c < p.n && rr < r_end && m0 + rr < p.m; rr += RSTEP) {
     const int64_t r = m0 + rr;
     float y[2][8];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
       const float4 *sp = (const float4 *)(tile + (i * 256 + rr) * LDT + 8 * ct);
-      const float4 u = sp[0], w = sp[1];
+      float4 u = sp[0], w = sp[1];
+#pragma unroll 1
+      for (int s = 1; s < nz; s++) {
+        const unsigned rank = (unsigned)((z + s) % nz);
+        const float4 u2 = kg_cluster_ld4(sp, rank), w2 = kg_cluster_ld4(sp + 1, rank);
+        u.x += u2.x; u.y += u2.y; u.z += u2.z; u.w += u2.w;
+        w.x += w2.x; w.y += w2.y; w.z += w2.z; w.w += w2.w;
+      }
       const float x[8] = { u.x, u.y, u.z, u.w, w.x, w.y, w.z, w.w };
       fp4t_out8(p, i, r, c, x, post[i], y[i]);
       if (p.d[i]) fp4t_put8(p, p.d[i], p.ldd[i], p.d_vec[i], r, c, y[i]);
     }
-    float z[8];
+    float o[8];
 #pragma unroll
-    for (int q = 0; q < 8; q++) z[q] = (y[0][q]) / (1.0f + expf(-1.5957691216f * ((y[0][q]) + 0.044715f * (y[0][q]) * (y[0][q]) * (y[0][q])))) * (y[1][q]);
-    fp4t_put8(p, p.d2, p.ldd2, p.d2_vec, r, c, z);
+    for (int q = 0; q < 8; q++) o[q] = (y[0][q]) / (1.0f + expf(-1.5957691216f * ((y[0][q]) + 0.044715f * (y[0][q]) * (y[0][q]) * (y[0][q])))) * (y[1][q]);
+    fp4t_put8(p, p.d2, p.ldd2, p.d2_vec, r, c, o);
   }
+  if (nz > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
 /* kg_dualgemm_fp4 (the runtime has checked the arguments, KG_MODE_GEMM and the 16-byte
@@ -482,6 +511,8 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4(co
   p.d2 = (__nv_bfloat16 *)args->d2; p.ldd2 = args->ldd2;
   p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0;
   p.m = args->m; p.n = args->n; p.k = args->k;
+  const int64_t tiles = (args->n + 63) / 64 * ((args->m + 255) / 256);
+  p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
   fp4t_maps maps;
   memset(&maps, 0, sizeof maps);
   {
@@ -511,12 +542,18 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4(co
       return KG_ERROR_BACKEND;
     }
   }
-  dim3 grid((unsigned)((args->n + 63) / 64), (unsigned)((args->m + 255) / 256), 1);
+  dim3 grid((unsigned)((args->n + 63) / 64), (unsigned)((args->m + 255) / 256), (unsigned)p.splits);
   dim3 block(384);
   cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152640);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_kernel<<<grid, block, 152640, stream>>>(p, maps);
-  e = cudaGetLastError();
+  cudaLaunchConfig_t cfg_ = {};
+  cudaLaunchAttribute attr_[1];
+  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152640; cfg_.stream = stream;
+  attr_[0].id = cudaLaunchAttributeClusterDimension;
+  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(p.splits);
+  cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_kernel, p, maps);
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
 }

@@ -409,9 +409,10 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m and alignment.
 ** Dispatch tries `tensorop` first and passes it over for m <= 128 and for
 ** m <= 512 where its 256 x 128 tiles (rows of A x weight rows; kg_dualgemm_fp4:
-** 256 x 64, rows of A x output columns) fill less than 3/4 of the SMs (there the
-** small-M kernels or the dequantize path below are faster); forced by name it
-** takes any m.
+** 256 x 64, rows of A x output columns), times the K splits it launches for few
+** tiles (a thread-block cluster per tile, up to 4 blocks, each at least 512 of K),
+** fill less than 3/4 of the SMs (there the small-M kernels or the dequantize path
+** below are faster); forced by name it takes any m.
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks an `mma` kernel

@@ -157,7 +157,7 @@ int kg__fp4_op(kg_op op) {
 /* FP4 GEMM / DualGemm: what the variant predicates read (m limit, grid, mode,
 ** W4A4, fused op, stores, 16-byte alignment of the vector loads). */
 typedef struct kg__fp4_mm {
-  int64_t m, n, batch;       /* batch: problems in the grid (1 unless batched) */
+  int64_t m, n, k, batch;    /* batch: problems in the grid (1 unless batched) */
   int batched, a_fp4, sf_layout_a, dual, dual_op, store_d0, store_d1;
   const void *a; int64_t lda, bsa;
   int nb;                    /* weights: 1 (GEMM) or 2 (DualGemm) */
@@ -339,7 +339,7 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
   key->mx_round = -1;
   kg__fp4_mm *mm = &key->mm_store;
   memset(mm, 0, sizeof *mm);
-  mm->m = a->m; mm->n = a->n; mm->batch = 1;
+  mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = 1;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->a = a->a; mm->lda = a->lda;
   mm->nb = 1; mm->b[0] = a->b; mm->ldb[0] = a->ldb; mm->sf_b[0] = a->sf_b;
@@ -402,7 +402,7 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   key->mx_round = -1;
   kg__fp4_mm *mm = &key->mm_store;
   memset(mm, 0, sizeof *mm);
-  mm->m = a->m; mm->n = a->n; mm->batch = batch; mm->batched = a->mode == KG_MODE_BATCHED;
+  mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = batch; mm->batched = a->mode == KG_MODE_BATCHED;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->dual = 1; mm->dual_op = a->op; mm->store_d0 = !!a->store_d0; mm->store_d1 = !!a->store_d1;
   mm->a = a->a; mm->lda = a->lda; mm->bsa = batch > 1 ? a->batch_stride_a : 0;
@@ -632,11 +632,14 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
                  (long long)g->m, v->tile_m);
         return why;
       }
+      /* the blocks: tiles times the K splits the kernel launches (kg__fp4t_splits) */
       const int sms = kg__sm_count(v->backend);
-      const double tiles = (double)((g->m + v->tile_m - 1) / v->tile_m) * (double)((g->n + v->tile_n - 1) / v->tile_n);
-      if (g->m <= v->fill_m && 4.0 * tiles < 3.0 * sms) {
-        snprintf(why, sizeof why, "m %lld <= %d and %.0f tiles of %dx%d fill less than 3/4 of %d SMs (the small-M "
-                 "kernels or the dequantize path run)", (long long)g->m, v->fill_m, tiles, v->tile_m, v->tile_n, sms);
+      const int64_t tiles = (g->m + v->tile_m - 1) / v->tile_m * ((g->n + v->tile_n - 1) / v->tile_n);
+      const int splits = kg__fp4t_splits(tiles, g->k, sms);
+      if (g->m <= v->fill_m && 4 * tiles * splits < 3 * (int64_t)sms) {
+        snprintf(why, sizeof why, "m %lld <= %d and %lld tiles of %dx%d (x %d K splits) fill less than 3/4 of %d SMs "
+                 "(the small-M kernels or the dequantize path run)", (long long)g->m, v->fill_m, (long long)tiles,
+                 v->tile_m, v->tile_n, splits, sms);
         return why;
       }
     }

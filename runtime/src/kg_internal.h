@@ -262,6 +262,22 @@ int kg__hip_sm_count(void);
 /* SMs (CUs) of backend b's current device; 1 for the C backend or when unknown. */
 int kg__sm_count(kg_backend b);
 
+/* FP4 tensorop kernels: K splits of a grid of `tiles` output tiles over k on `sms` SMs (one
+** block per SM; the kernels step K in groups of 128, two 64-wide tiles per wait on the MMAs).
+** The splits of a tile are one thread-block cluster that sums its partial tiles in distributed
+** shared memory. 1 where the tiles fill half the SMs; else the most splits, at most 4 and each
+** keeping 4 groups (512 of K), whose clusters all run at once: 2 x tiles blocks within the SMs,
+** 3 or 4 x tiles within 9/10 of them (clusters stay inside one GPC; H200, 132 SMs, one block
+** per SM: at most 66 clusters of 2, 39 of 3, 30 of 4, 15 of 8; a grid of 32 clusters of 4
+** took two rounds: 4096 x 4096 at m = 128, 45 us against 50 unsplit). */
+static inline int kg__fp4t_splits(int64_t tiles, int64_t k, int sms) {
+  if (tiles < 1 || 2 * tiles > sms) return 1;
+  const int64_t groups = (k + 127) / 128;
+  for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
+    if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) return (int)s;
+  return 1;
+}
+
 /* Element strides of a matrix stored with layout l and leading dimension ld:
 ** X[i][j] sits at i*(*rs) + j*(*cs). */
 static inline void kg__strides(int l, int64_t ld, int64_t *rs, int64_t *cs) {

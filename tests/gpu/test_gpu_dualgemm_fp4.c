@@ -707,24 +707,29 @@ static int run_dual_path_statuses(const dvar *v) {
 ** 128 (half its 256-row tile), for m <= 512 where its 256 x 64 tiles fill less than 3/4 of the SMs,
 ** for batched problems and for an sf_b1 not 16-byte aligned (the mma kernel of the key runs), taken
 ** otherwise with a workspace size of 0; forced by name it takes any m and refuses the last two
-** (KG_ERROR_NOT_SUPPORTED, KG_ERROR_MISALIGNED_OPERAND). Sizes far from the SM-count boundary. */
+** (KG_ERROR_NOT_SUPPORTED, KG_ERROR_MISALIGNED_OPERAND); the fill rule counts the K splits it would
+** launch. Sizes far from the SM-count boundary. */
 static int check_tensorop_dispatch(const dvar *v) {
   /* chosen: select names v. Forced: st is select's status. Passed over: explain says why (select's
   ** status then depends on the other variants of the key: none may take the problem) */
-  static const struct { int64_t m, n, batch; int sf_off, forced, chosen; kg_status st; const char *why; } CASES[] = {
-    { 128, 16384, 0, 0, 0, 0, KG_SUCCESS, "fills at most half of its 256-row tiles" },
-    { 192, 32768, 0, 0, 0, 1, KG_SUCCESS, NULL },
-    { 512, 128, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
-    { 600, 128, 0, 0, 0, 1, KG_SUCCESS, NULL },
-    { 1, 128, 0, 0, 1, 1, KG_SUCCESS, NULL },
-    { 600, 128, 2, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
-    { 600, 128, 2, 0, 1, 0, KG_ERROR_NOT_SUPPORTED, NULL },
-    { 600, 128, 0, 4, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
-    { 600, 128, 0, 4, 1, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
+  static const struct { int64_t m, n, k, batch; int sf_off, forced, chosen; kg_status st; const char *why; } CASES[] = {
+    { 128, 16384, 64, 0, 0, 0, 0, KG_SUCCESS, "fills at most half of its 256-row tiles" },
+    { 192, 32768, 64, 0, 0, 0, 1, KG_SUCCESS, NULL },
+    { 512, 128, 64, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
+    { 600, 128, 64, 0, 0, 0, 1, KG_SUCCESS, NULL },
+    { 1, 128, 64, 0, 0, 1, 1, KG_SUCCESS, NULL },
+    { 600, 128, 64, 2, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
+    { 600, 128, 64, 2, 0, 1, 0, KG_ERROR_NOT_SUPPORTED, NULL },
+    { 600, 128, 64, 0, 4, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
+    { 600, 128, 64, 0, 4, 1, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
+    /* 64 tiles: passed over at k 64, taken at k 4096 (two K splits: kg__fp4t_splits) */
+    { 384, 2048, 64, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
+    { 384, 2048, 4096, 0, 0, 0, 1, KG_SUCCESS, NULL },
   };
-  const int64_t k = 64, bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bsz, nmax = 32768, mmax = 600;
-  const size_t sfmax = ref_sf_bytes(v->layout, nmax, kv, 1);
-  uint8_t *dA = dev_alloc((size_t)(mmax * k * 2)), *dB = dev_alloc((size_t)(nmax * k / 2)), *dS = dev_alloc(sfmax + 16);
+  const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, nmax = 32768, mmax = 600, kmax = 4096;
+  /* select reads no operand: buffers of the largest extents, never written */
+  uint8_t *dA = dev_alloc((size_t)(mmax * kmax * 2)), *dB = dev_alloc((size_t)(nmax * kmax / 2));
+  uint8_t *dS = dev_alloc(ref_sf_bytes(v->layout, nmax, kmax / bsz, 1) + 16);
   uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));
   static char buf[16384];
   int ok = 1;
@@ -732,6 +737,7 @@ static int check_tensorop_dispatch(const dvar *v) {
     kg_dualgemm_fp4_args a;
     memset(&a, 0, sizeof a);
     a.mode = CASES[i].batch ? KG_MODE_BATCHED : KG_MODE_GEMM; a.batch_count = CASES[i].batch ? CASES[i].batch : 1;
+    const int64_t k = CASES[i].k, kv = k / bsz;
     a.m = CASES[i].m; a.n = CASES[i].n; a.k = k; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
     a.op = v->op; a.store_d0 = v->sd0; a.store_d1 = v->sd1;
     a.a = dA; a.lda = k;   /* batches share A, W0, W1 (batch stride 0) */

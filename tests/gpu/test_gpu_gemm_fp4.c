@@ -395,22 +395,27 @@ static int run_statuses(const gvar *v) {
 ** misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the
 ** C backend KG_ERROR_NOT_SUPPORTED); refused calls write nothing. */
 /* The tensorop kernel's size rule (descriptor fill_m, kg_fp4.c): dispatch passes it over for m <=
-** 128 (half its 256-row tile) and for m <= 512 where its 256 x 128 tiles fill less than 3/4 of the
-** SMs (the skinny kernel runs there), and takes it otherwise, with or without a workspace (never the
-** dequantize path); forced by name it takes any size. Sizes far from the SM-count boundary. */
+** 128 (half its 256-row tile) and for m <= 512 where its 256 x 128 tiles, times the K splits it
+** would launch (kg__fp4t_splits), fill less than 3/4 of the SMs (the skinny kernel runs there), and
+** takes it otherwise, with or without a workspace (never the dequantize path); forced by name it
+** takes any size. Sizes far from the SM-count boundary: m 384, n 4096 is 64 tiles, passed over at
+** k 64 and taken at k 4096 (two K splits). */
 static int check_tensorop_dispatch(const gvar *v) {
-  static const struct { int64_t m, n; int tensorop, forced; } CASES[] = {
-    { 128, 16384, 0, 0 }, { 192, 65536, 1, 0 }, { 512, 128, 0, 0 }, { 600, 128, 1, 0 }, { 1, 128, 1, 1 },
+  static const struct { int64_t m, n, k; int tensorop, forced; } CASES[] = {
+    { 128, 16384, 64, 0, 0 }, { 192, 65536, 64, 1, 0 }, { 512, 128, 64, 0, 0 }, { 600, 128, 64, 1, 0 },
+    { 1, 128, 64, 1, 1 }, { 384, 4096, 64, 0, 0 }, { 384, 4096, 4096, 1, 0 },
   };
-  const int64_t k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, nmax = 65536, mmax = 600;
-  const size_t sfmax = ref_sf_bytes(v->layout, nmax, kv, 1);
-  uint8_t *dA = dev_alloc((size_t)(mmax * k * 2)), *dB = dev_alloc((size_t)(nmax * k / 2)), *dS = dev_alloc(sfmax);
+  const int64_t nmax = 65536, mmax = 600, kmax = 4096, bs = v->format == KG_FP4_NVFP4 ? 16 : 32;
+  /* select reads no operand: buffers of the largest extents, never written */
+  uint8_t *dA = dev_alloc((size_t)(mmax * kmax * 2)), *dB = dev_alloc((size_t)(nmax * kmax / 2));
+  uint8_t *dS = dev_alloc(ref_sf_bytes(v->layout, nmax, kmax / bs, 1));
   uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));
   static char buf[16384];
   int ok = 1;
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
     kg_gemm_fp4_args a;
     memset(&a, 0, sizeof a);
+    const int64_t k = CASES[i].k, kv = k / bs;
     a.m = CASES[i].m; a.n = CASES[i].n; a.k = k; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
     a.a = dA; a.lda = k; a.b = dB; a.ldb = k / 2; a.sf_b = dS; a.sf_b_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
     a.d = dD; a.ldd = a.n; a.alpha = 1.0f;
