@@ -411,8 +411,9 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** m <= 512 where its 256 x 128 tiles (rows of A x weight rows; kg_dualgemm_fp4:
 ** 256 x 64, rows of A x output columns), times the K splits it launches for few
 ** tiles (a thread-block cluster per tile, up to 4 blocks, each at least 512 of K),
-** fill less than 3/4 of the SMs (there the small-M kernels or the dequantize path
-** below are faster); forced by name it takes any m.
+** fill less than 3/4 of the SMs (2/3 for a split grid, whose blocks are shorter;
+** there the small-M kernels or the dequantize path below are faster); forced by
+** name it takes any m.
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks an `mma` kernel

@@ -725,6 +725,8 @@ static int check_tensorop_dispatch(const dvar *v) {
     /* 64 tiles: passed over at k 64, taken at k 4096 (two K splits: kg__fp4t_splits) */
     { 384, 2048, 64, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
     { 384, 2048, 4096, 0, 0, 0, 1, KG_SUCCESS, NULL },
+    /* 32 tiles in three splits: 96 blocks, taken (split grids from 2/3 of the SMs) */
+    { 256, 2048, 4096, 0, 0, 0, 1, KG_SUCCESS, NULL },
   };
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, nmax = 32768, mmax = 600, kmax = 4096;
   /* select reads no operand: buffers of the largest extents, never written */

@@ -398,12 +398,13 @@ static int run_statuses(const gvar *v) {
 ** 128 (half its 256-row tile) and for m <= 512 where its 256 x 128 tiles, times the K splits it
 ** would launch (kg__fp4t_splits), fill less than 3/4 of the SMs (the skinny kernel runs there), and
 ** takes it otherwise, with or without a workspace (never the dequantize path); forced by name it
-** takes any size. Sizes far from the SM-count boundary: m 384, n 4096 is 64 tiles, passed over at
-** k 64 and taken at k 4096 (two K splits). */
+** takes any size (split grids count from 2/3 of the SMs). Sizes far from the SM-count boundary: m 384,
+** n 4096 is 64 tiles, passed over at k 64 and taken at k 4096 (two K splits); m 256, n 4096, k 4096
+** is 32 tiles in three splits, taken. */
 static int check_tensorop_dispatch(const gvar *v) {
   static const struct { int64_t m, n, k; int tensorop, forced; } CASES[] = {
     { 128, 16384, 64, 0, 0 }, { 192, 65536, 64, 1, 0 }, { 512, 128, 64, 0, 0 }, { 600, 128, 64, 1, 0 },
-    { 1, 128, 64, 1, 1 }, { 384, 4096, 64, 0, 0 }, { 384, 4096, 4096, 1, 0 },
+    { 1, 128, 64, 1, 1 }, { 384, 4096, 64, 0, 0 }, { 384, 4096, 4096, 1, 0 }, { 256, 4096, 4096, 1, 0 },
   };
   const int64_t nmax = 65536, mmax = 600, kmax = 4096, bs = v->format == KG_FP4_NVFP4 ? 16 : 32;
   /* select reads no operand: buffers of the largest extents, never written */
