@@ -36,6 +36,21 @@ local function wg_acc_operands(h)
   end
   return regs, outs
 end
+-- Statements launching kernel through cudaLaunchKernelEx with one launch attribute: attr_lines
+-- set attr_[0], nattrs is the C expression of how many apply (0 or 1); err gets the error_t.
+local function launch_ex(kernel, grid, block, smem, stream, args, err, attr_lines, nattrs)
+  local lines = {
+    "cudaLaunchConfig_t cfg_ = {};",
+    "  cudaLaunchAttribute attr_[1];",
+    string.format("  cfg_.gridDim = %s; cfg_.blockDim = %s; cfg_.dynamicSmemBytes = %s; cfg_.stream = %s;",
+                  grid, block, smem, stream),
+  }
+  for _, l in ipairs(attr_lines) do lines[#lines + 1] = l end
+  lines[#lines + 1] = string.format("  cfg_.attrs = attr_; cfg_.numAttrs = %s;", nattrs)
+  lines[#lines + 1] = string.format("  %s = cudaLaunchKernelEx(&cfg_, %s, %s);", err, kernel, args)
+  return table.concat(lines, "\n")
+end
+
 local function fp4s_mma(name, ty)
   return table.concat({
     "[[maybe_unused]] static __device__ __forceinline__ void " .. name .. "(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,",
@@ -152,16 +167,10 @@ return {
   -- pdl_trigger lets this kernel's own dependents launch (they pdl_wait for its
   -- completion).
   launch_pdl = function(kernel, grid, block, smem, stream, args, pdl, err)
-    return table.concat({
-      "cudaLaunchConfig_t cfg_ = {};",
-      "  cudaLaunchAttribute attr_[1];",
-      string.format("  cfg_.gridDim = %s; cfg_.blockDim = %s; cfg_.dynamicSmemBytes = %s; cfg_.stream = %s;",
-                    grid, block, smem, stream),
+    return launch_ex(kernel, grid, block, smem, stream, args, err, {
       "  attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;",
       "  attr_[0].val.programmaticStreamSerializationAllowed = 1;",
-      string.format("  cfg_.attrs = attr_; cfg_.numAttrs = (%s) ? 1 : 0;", pdl),
-      string.format("  %s = cudaLaunchKernelEx(&cfg_, %s, %s);", err, kernel, args),
-    }, "\n")
+    }, string.format("(%s) ? 1 : 0", pdl))
   end,
   pdl_wait = 'asm volatile("griddepcontrol.wait;" ::: "memory")',
   pdl_trigger = 'asm volatile("griddepcontrol.launch_dependents;" ::: "memory")',
@@ -178,17 +187,11 @@ return {
   -- (after tma's preamble) defines kg_cluster_ld4(p, rank): four f32 at this block's shared
   -- address p, read from the shared memory of cluster block rank.
   launch_cluster = function(kernel, grid, block, smem, stream, args, cz, err)
-    return table.concat({
-      "cudaLaunchConfig_t cfg_ = {};",
-      "  cudaLaunchAttribute attr_[1];",
-      string.format("  cfg_.gridDim = %s; cfg_.blockDim = %s; cfg_.dynamicSmemBytes = %s; cfg_.stream = %s;",
-                    grid, block, smem, stream),
+    return launch_ex(kernel, grid, block, smem, stream, args, err, {
       "  attr_[0].id = cudaLaunchAttributeClusterDimension;",
       string.format("  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(%s);",
                     cz),
-      string.format("  cfg_.attrs = attr_; cfg_.numAttrs = (%s) > 1 ? 1 : 0;", cz),
-      string.format("  %s = cudaLaunchKernelEx(&cfg_, %s, %s);", err, kernel, args),
-    }, "\n")
+    }, string.format("(%s) > 1 ? 1 : 0", cz))
   end,
   cluster_sync = 'asm volatile("barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;" ::: "memory")',
   cluster_preamble = table.concat({
