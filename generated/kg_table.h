@@ -127,6 +127,7 @@ kg_status kg_attn_hip_rope_f16(const kg_rope_job *job, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_warp_mxfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4_tm128(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_warp_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_mma_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
@@ -141,6 +142,7 @@ kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_mul_d0d1d2_sf128x4(const kg_dual
 kg_status kg_fp4dualgemm_cuda_warp_nvfp4_bf16_mul_d0d1d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_mma_nvfp4_bf16_mul_d0d1d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_tm128(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_warp_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4dualgemm_cuda_mma_nvfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec);
@@ -494,6 +496,7 @@ kg_status kg_fp4_hip_unswizzle_sf8x4(const kg_sf_job *job, const kg_exec *exec);
 #endif
 #ifdef KG_WITH_CUDA
 kg_status kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4_tm128(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_mxfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
@@ -501,6 +504,7 @@ kg_status kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *arg
 kg_status kg_fp4gemm_cuda_warp_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_mxfp4_bf16_sflinear(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
+kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_tm128(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_warp_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);
 kg_status kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4(const kg_gemm_fp4_args *args, const kg_exec *exec);

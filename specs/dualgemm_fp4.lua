@@ -137,6 +137,7 @@ dualgemm_fp4 {
   dtype = "bf16",
   format = { "nvfp4", "mxfp4" },
   op = "swiglu",
+  tile_m = { 256, 128 },
 }
 dualgemm_fp4 {
   backend = "cuda",

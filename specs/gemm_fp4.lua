@@ -96,4 +96,5 @@ gemm_fp4 {
   dtype = "bf16",
   format = { "nvfp4", "mxfp4" },
   sf_layout = "128x4",
+  tile_m = { 256, 128 },
 }

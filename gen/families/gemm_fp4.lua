@@ -69,15 +69,23 @@ F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm 
 -- block tile tn weight rows (64 per warpgroup; the DualGemm: tn / 2 rows of each weight, one
 -- warpgroup per weight, so tn / 2 output columns) x tm rows of A, K tiles of tk, stages deep, ku
 -- K tiles per wait on the MMAs. Dispatch prefers it to every other kernel of its key except
--- where m <= tm / 2, or m <= MAX_M.skinny and its tiles fill less than 3/4 of the SMs
--- (descriptor fill_m, runtime/src/kg_fp4.c). H200, NVFP4, kernel us (bench/results
+-- where m <= tm / 2, where its twin with the other tile size is estimated faster, or m <=
+-- MAX_M.skinny and its tiles fill less than 3/4 of the SMs (2/3 with K splits; descriptor
+-- tile_m and fill_m, runtime/src/kg_fp4.c). H200, NVFP4, kernel us (bench/results
 -- 2026-12-02 d7e43cb): 14336x4096 m = 128 68.1 against the skinny kernel's 51.6, m = 192 55.7
 -- against 97.3, m = 512 111.2 against the dequantize path's 171.6, m = 4096 793.9 against 884.5;
 -- 4096x4096 m = 512 51.1 against 47.0 (32 x 2 tiles), m = 1024 57.4 against 79.0. Measured
 -- forms: tm 128 (0.45-0.58x cuBLAS), one K tile per wait (0.72-0.82x at m >= 1024), 6 stages
 -- (10-20% slower than 4). DualGemm (2026-12-02 75fd010): SwiGLU 14336x4096 m = 1024 473 us
 -- against the dequantize path's 525.
-F.TENSOROP = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 }
+-- Per tile_m (the axis): tm rows of A per block. Dispatch picks the tile size by an estimate of
+-- the time (kg__fp4t_cost, kg_internal.h): 128 rows run m 65 .. 256 where their tiles come in fewer
+-- rounds or splits (H200, NVFP4 GEMM, kernel us, bench/results 2026-12-02 fp4-tensorop-tile-m:
+-- m = 128 14336x4096 44.1, 4096x14336 48.2, 4096x4096 20.8 against the skinny kernel's 51.0, 74.6,
+-- 26.6; DualGemm SwiGLU 14336x4096 83.9 against 112.4). Tiles of 64 rows lost to the skinny
+-- kernel at m = 32 and 64 (4096x4096 m = 64: 18.7 against 15.2) and are not built.
+F.TENSOROP = { [256] = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 },
+               [128] = { tm = 128, tn = 128, tk = 64, stages = 4, ku = 2 } }
 
 local LAYOUTS = { "linear", "128x4", "8x4" }
 
@@ -93,6 +101,9 @@ F.axes = {
   -- W4A4: layout of A's scales (default: the weights' layout); none for W4A16
   { name = "sf_layout_a", values = { "linear", "128x4", "8x4", "none" },
     default = function(v) if v.a_dtype == "fp4" then return v.sf_layout end return "none" end },
+  -- the tensorop kernel's rows of A per block (F.TENSOROP); 0 for the other kernels
+  { name = "tile_m", values = { 0, 128, 256 },
+    default = function(v) return v.kernel == "tensorop" and 256 or 0 end },
 }
 
 -- Template files the family renders (tests stub them).
@@ -130,6 +141,12 @@ function F.legal(v)
     return "the skinny kernel takes f16 activations with NVFP4 weights only (UE8M0 scales exceed f16's range); "
       .. "allowed: dtype = bf16 (or format = nvfp4)", "dtype"
   end
+  if (v.kernel == "tensorop") ~= (v.tile_m ~= 0) then
+    if v.kernel == "tensorop" then
+      return "the tensorop kernel's tiles have 128 or 256 rows of A; allowed: tile_m = 128, 256", "tile_m"
+    end
+    return string.format("tile_m is the tensorop kernel's (here kernel = %s); allowed: tile_m = 0", v.kernel), "tile_m"
+  end
   if v.kernel == "tensorop" then
     if v.a_dtype ~= v.dtype or v.dtype ~= "bf16" then
       return "the tensorop kernel multiplies bf16 activations (W4A16); allowed: dtype = bf16, a_dtype = bf16", "dtype"
@@ -146,10 +163,12 @@ function F.legal(v)
   return nil
 end
 
--- "_afp4_sfa<layout>" for W4A4, "" for W4A16 (W4A16 names are those of the first release).
+-- "_afp4_sfa<layout>" for W4A4, "" for W4A16 (W4A16 names are those of the first release);
+-- then "_tm128" for the tensorop kernel's tiles of 128 rows of A.
 function F.a_suffix(v)
-  if v.a_dtype == "fp4" then return "_afp4_sfa" .. v.sf_layout_a end
-  return ""
+  local tm = (v.tile_m ~= 0 and v.tile_m ~= 256) and ("_tm" .. fmt.int(v.tile_m)) or ""
+  if v.a_dtype == "fp4" then return "_afp4_sfa" .. v.sf_layout_a .. tm end
+  return tm
 end
 
 -- kg_fp4gemm_<backend>_<kernel>_<format>_<dtype>_sf<layout>[_afp4_sfa<layout>] (not kg_gemm_:
@@ -163,7 +182,10 @@ function F.template(v) return "fp4/gemm_" .. v.kernel .. ".kgt" end
 
 -- Inside one key the tensorop kernel comes first (it declines small problems, see F.TENSOROP),
 -- then the small-M kernels (skinny, then warp), the any-M mma kernel last.
-function F.rank(v) return ({ blocked = 0, mma = 200, warp = 300, skinny = 400, tensorop = 450 })[v.kernel] end
+-- Tensorop variants: the larger tile first.
+function F.rank(v)
+  return ({ blocked = 0, mma = 200, warp = 300, skinny = 400, tensorop = 450 })[v.kernel] + math.floor((v.tile_m or 0) / 128)
+end
 
 function F.sort_key(v)
   return string.format("%s|%s|%s|%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.a_dtype, v.format,
@@ -190,7 +212,7 @@ function F.common_descriptor(v, d, nb)
     ".a_fp4 = " .. (v.a_dtype == "fp4" and "1" or "0"), ".sf_layout_a = " .. LAYOUT_ENUM[v.sf_layout_a],
   }
   if v.kernel == "tensorop" then
-    local T = F.TENSOROP
+    local T = F.TENSOROP[v.tile_m]
     for _, f in ipairs({ ".tile_m = " .. T.tm, ".tile_n = " .. fmt.int(T.tn / (nb or 1)), ".tile_k = " .. T.tk,
                          ".stages = " .. T.stages,
                          ".fill_m = " .. F.MAX_M.skinny }) do
@@ -224,7 +246,7 @@ function F.common_prepare(v, d, env)
   env.SF_OFF_A = SF_OFF[v.sf_layout_a]
   env.MAX_M = F.MAX_M[v.kernel] or 0
   env.MMA = F.MMA_TILE[v.backend]
-  env.TENSOROP = F.TENSOROP
+  env.TENSOROP = F.TENSOROP[v.tile_m]
   env.TA = d.storage[v.dtype]                 -- A (W4A16), C, D element type
   env.load_a = function(x) return string.format(d.to_f32[v.dtype], x) end
   env.store_d = function(x) return string.format(d.from_f32[v.dtype], x) end

@@ -407,9 +407,11 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
 ** multiple of 16 bytes, and for `tensorop` sf_b 16-byte aligned
 ** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m and alignment.
-** Dispatch tries `tensorop` first and passes it over for m <= 128 and for
-** m <= 512 where its 256 x 128 tiles (rows of A x weight rows; kg_dualgemm_fp4:
-** 256 x 64, rows of A x output columns), times the K splits it launches for few
+** Dispatch tries `tensorop` first, in tiles of 256 or 128 rows of A (variants
+** named _tm128 have the smaller; dispatch takes the one whose rounds of blocks it
+** estimates faster), and passes a variant over for m <= half its tile and for
+** m <= 512 where its tiles (x 128 weight rows; kg_dualgemm_fp4: x 64 output
+** columns), times the K splits it launches for few
 ** tiles (a thread-block cluster per tile, up to 4 blocks, each at least 512 of K),
 ** fill less than 3/4 of the SMs (2/3 for a split grid, whose blocks are shorter;
 ** there the small-M kernels or the dequantize path below are faster); forced by

@@ -535,6 +535,20 @@ static kg_status kg__sf_reswizzle_check(const kg_sf_reswizzle_args *a, kg_sf_job
 
 /* ---- dispatch ---------------------------------------------------------------- */
 
+/* Whether the table holds tensorop variant v's twin with tm rows of A per tile: the same op, key
+** (formats, types, DualGemm op and stores) and columns per tile. */
+static int kg__fp4t_sibling(const kg_variant *v, int tm) {
+  for (int i = 0; i < kg_variants_count; i++) {
+    const kg_variant *w = &kg_variants[i];
+    if (w->op == v->op && w->backend == v->backend && w->tile_m == tm && w->tile_n == v->tile_n && w->fill_m > 0 &&
+        w->type_ab == v->type_ab && w->type_cd == v->type_cd && w->fp4_format == v->fp4_format &&
+        w->sf_layout == v->sf_layout && w->a_fp4 == v->a_fp4 && w->dual_op == v->dual_op &&
+        w->store_d0 == v->store_d0 && w->store_d1 == v->store_d1 && strcmp(w->kernel, v->kernel) == 0)
+      return 1;
+  }
+  return 0;
+}
+
 static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, const kg_exec *exec, int *misaligned) {
   static _Thread_local char why[200];
   *misaligned = 0;
@@ -632,8 +646,20 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
                  (long long)g->m, v->tile_m);
         return why;
       }
-      /* the blocks: tiles times the K splits the kernel launches (kg__fp4t_splits) */
       const int sms = kg__sm_count(v->backend);
+      /* the tile size: another one compiled in and estimated faster takes the problem (kg__fp4t_cost) */
+      const int64_t own = kg__fp4t_cost(g->m, g->n, g->k, v->tile_m, v->tile_n, sms);
+      for (int i = 0; i < KG__FP4T_TILES; i++) {
+        const int tm = kg__fp4t_tile_m(i);
+        if (tm == v->tile_m || 2 * g->m <= tm || !kg__fp4t_sibling(v, tm)) continue;
+        const int64_t other = kg__fp4t_cost(g->m, g->n, g->k, tm, v->tile_n, sms);
+        if (other < own) {
+          snprintf(why, sizeof why, "tiles of %d rows of A are estimated faster here than %d (%lld against %lld)", tm,
+                   v->tile_m, (long long)other, (long long)own);
+          return why;
+        }
+      }
+      /* the blocks: tiles times the K splits the kernel launches (kg__fp4t_splits) */
       const int64_t tiles = (g->m + v->tile_m - 1) / v->tile_m * ((g->n + v->tile_n - 1) / v->tile_n);
       const int splits = kg__fp4t_splits(tiles, g->k, sms);
       /* unsplit grids from 3/4 of the SMs, split ones (shorter blocks) from 2/3 (H200: 32 tiles x 3

@@ -112,6 +112,7 @@ static int parse_dvar(const char *name, dvar *v) {
   v->name = name;
   snprintf(buf, sizeof buf, "%s", name + strlen(DPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 12; p = strtok(NULL, "_")) tok[nt++] = p;
+  if (nt > 6 && !strncmp(tok[nt - 1], "tm", 2) && !strcmp(tok[0], "tensorop")) nt--;   /* the tile (_tm128) */
   if (nt != 6 && nt != 8) return 0;
   v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
   v->path_m = !strcmp(tok[0], "skinny") ? 320 : 0;   /* the dequantize path above it, given the workspace */
@@ -255,6 +256,13 @@ static const char *any_m_target(const dvar *v, int batched) {
   for (int i = 0; i < kg_variant_count(); i++)
     if (!strcmp(kg_variant_name(i), name)) return kg_variant_name(i);
   return v->name;
+}
+
+/* Whether select's choice sel is target or, for a tensorop target, its twin of another tile size
+** (name + "_tm128": dispatch picks the tile, kg_fp4.c). */
+static int is_target(const char *sel, const char *target) {
+  const size_t n = strlen(target);
+  return !strncmp(sel, target, n) && (sel[n] == 0 || (strstr(target, "_tensorop_") && !strncmp(sel + n, "_tm", 3)));
 }
 
 /* Scale bytes that keep D2 (a product of two sums) inside f16's range (see check_dualgemm_fp4.c). */
@@ -409,7 +417,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     kg_status ss = kg_dualgemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
     const char *tc = "kg_dualgemm_" BACKEND_NAME "_tensorop_";
-    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && strcmp(sel, target) != 0) ||
+    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && !is_target(sel, target)) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), tc, strlen(tc)) != 0)) {
       printf("FAIL %s: select %s gave %s (workspace %zu bytes)\n", what, kg_status_string(ss), sel ? sel : "-", ws);
       ok = 0;
@@ -703,31 +711,48 @@ static int run_dual_path_statuses(const dvar *v) {
   return ok;
 }
 
-/* The tensorop kernel's dispatch rules (descriptor fill_m and modes, kg_fp4.c): passed over for m <=
-** 128 (half its 256-row tile), for m <= 512 where its 256 x 64 tiles fill less than 3/4 of the SMs,
-** for batched problems and for an sf_b1 not 16-byte aligned (the mma kernel of the key runs), taken
-** otherwise with a workspace size of 0; forced by name it takes any m and refuses the last two
-** (KG_ERROR_NOT_SUPPORTED, KG_ERROR_MISALIGNED_OPERAND); the fill rule counts the K splits it would
-** launch. Sizes far from the SM-count boundary. */
+/* Whether v's tensorop twin with tm rows of A per tile (name + "_tm<rows>" unless 256) is compiled in. */
+static int has_tile(const dvar *v, int tm) {
+  char name[200];
+  const char *t = strstr(v->name, "_tm");
+  const int n = t ? (int)(t - v->name) : (int)strlen(v->name);
+  if (tm == 256) snprintf(name, sizeof name, "%.*s", n, v->name);
+  else snprintf(name, sizeof name, "%.*s_tm%d", n, v->name, tm);
+  for (int i = 0; i < kg_variant_count(); i++)
+    if (!strcmp(kg_variant_name(i), name)) return 1;
+  return 0;
+}
+
+/* The tensorop kernels' dispatch rules (descriptor tile_m, fill_m and modes, kg_fp4.c): a variant is
+** passed over for m <= half its tile, where a twin of the same key with another tile size is compiled
+** in and estimated faster (kg__fp4t_cost), for m <= 512 where its 256 (128) x 64 tiles, times the K
+** splits it would launch, fill less than 3/4 of the SMs (2/3 split), for batched problems and for an
+** sf_b1 not 16-byte aligned (the mma kernel of the key runs); taken otherwise with a workspace size
+** of 0. Forced by name it takes any m and refuses the last two (KG_ERROR_NOT_SUPPORTED,
+** KG_ERROR_MISALIGNED_OPERAND). Each case names the tile that takes it on 132 SMs (the H200) where
+** the key has tiles of 256 and 128 rows (tile) and where it has 256 only (tile1); 0: none. */
 static int check_tensorop_dispatch(const dvar *v) {
-  /* chosen: select names v. Forced: st is select's status. Passed over: explain says why (select's
-  ** status then depends on the other variants of the key: none may take the problem) */
-  static const struct { int64_t m, n, k, batch; int sf_off, forced, chosen; kg_status st; const char *why; } CASES[] = {
-    { 128, 16384, 64, 0, 0, 0, 0, KG_SUCCESS, "fills at most half of its 256-row tiles" },
-    { 192, 32768, 64, 0, 0, 0, 1, KG_SUCCESS, NULL },
-    { 512, 128, 64, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
-    { 600, 128, 64, 0, 0, 0, 1, KG_SUCCESS, NULL },
-    { 1, 128, 64, 0, 0, 1, 1, KG_SUCCESS, NULL },
-    { 600, 128, 64, 2, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
-    { 600, 128, 64, 2, 0, 1, 0, KG_ERROR_NOT_SUPPORTED, NULL },
-    { 600, 128, 64, 0, 4, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
-    { 600, 128, 64, 0, 4, 1, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
-    /* 64 tiles: passed over at k 64, taken at k 4096 (two K splits: kg__fp4t_splits) */
-    { 384, 2048, 64, 0, 0, 0, 0, KG_SUCCESS, "fill less than 3/4 of" },
-    { 384, 2048, 4096, 0, 0, 0, 1, KG_SUCCESS, NULL },
-    /* 32 tiles in three splits: 96 blocks, taken (split grids from 2/3 of the SMs) */
-    { 256, 2048, 4096, 0, 0, 0, 1, KG_SUCCESS, NULL },
+  /* Forced: st is select's status. Passed over: explain says why (select's status then depends on
+  ** the other variants of the key: none may take the problem) */
+  static const struct { int64_t m, n, k, batch; int sf_off, forced, tile, tile1; kg_status st; const char *why; } CASES[] = {
+    { 128, 16384, 64, 0, 0, 0, 128, 0, KG_SUCCESS, NULL },     /* 256: half a tile */
+    { 192, 32768, 64, 0, 0, 0, 256, 256, KG_SUCCESS, NULL },   /* 4 rounds of 256 rows against 8 of 128 */
+    { 512, 128, 64, 0, 0, 0, 0, 0, KG_SUCCESS, NULL },         /* 4 (8) tiles: too few for the SMs */
+    { 600, 128, 64, 0, 0, 0, 128, 256, KG_SUCCESS, NULL },     /* m > 512: one round either way */
+    { 1, 128, 64, 0, 0, 1, -1, -1, KG_SUCCESS, NULL },
+    { 600, 128, 64, 2, 0, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
+    { 600, 128, 64, 2, 0, 1, 0, 0, KG_ERROR_NOT_SUPPORTED, NULL },
+    { 600, 128, 64, 0, 4, 0, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
+    { 600, 128, 64, 0, 4, 1, 0, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
+    /* 96 tiles of 128 rows (64 of 256), unsplit at k 64: under 3/4 of the SMs; at k 4096 64 tiles of
+    ** 256 in two K splits (kg__fp4t_splits) beat 96 unsplit tiles of 128 */
+    { 384, 2048, 64, 0, 0, 0, 0, 0, KG_SUCCESS, NULL },
+    { 384, 2048, 4096, 0, 0, 0, 256, 256, KG_SUCCESS, NULL },
+    /* 64 tiles of 128 in two splits against 32 of 256 in three (96 blocks: split grids count from 2/3) */
+    { 256, 2048, 4096, 0, 0, 0, 128, 256, KG_SUCCESS, NULL },
   };
+  const char *t = strstr(v->name, "_tm");
+  const int own = t ? atoi(t + 3) : 256, both = has_tile(v, 256) && has_tile(v, 128);
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, nmax = 32768, mmax = 600, kmax = 4096;
   /* select reads no operand: buffers of the largest extents, never written */
   uint8_t *dA = dev_alloc((size_t)(mmax * kmax * 2)), *dB = dev_alloc((size_t)(nmax * kmax / 2));
@@ -753,11 +778,17 @@ static int check_tensorop_dispatch(const dvar *v) {
     size_t ws = 7;
     const kg_status st = kg_dualgemm_fp4_select(&a, &e, &sel), qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
-    int good = (!CASES[i].forced || st == CASES[i].st) && picked == CASES[i].chosen &&
-               (!picked || (qs == KG_SUCCESS && ws == 0));
-    if (good && CASES[i].why) {   /* explain names the rule */
+    const int want = CASES[i].forced ? CASES[i].st == KG_SUCCESS : (both ? CASES[i].tile : CASES[i].tile1) == own;
+    const int tile = both ? CASES[i].tile : CASES[i].tile1;
+    int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws == 0));
+    if (good && !picked && !CASES[i].forced && tile > 0) {   /* the twin of the case's tile is chosen */
+      const char *tm = strstr(sel ? sel : "", "_tm");
+      good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && (tm ? atoi(tm + 3) : 256) == tile;
+    } else if (good && !picked && !CASES[i].forced) {   /* explain names the rule */
       kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
-      good = strstr(buf, CASES[i].why) != NULL;
+      good = CASES[i].why ? strstr(buf, CASES[i].why) != NULL
+                          : strstr(buf, "fills at most half of its") || strstr(buf, "are estimated faster here") ||
+                              strstr(buf, "fill less than 3/4 of") || strstr(buf, "fill less than 2/3 of");
     }
     if (!good) {
       printf("FAIL %s: dispatch at m = %lld, n = %lld, batch %lld%s%s chose %s (%s), workspace %zu bytes\n", v->name,

@@ -85,12 +85,13 @@ static int layout_of(const char *lay) {
        : !strcmp(lay, "8x4") ? KG_SF_SWIZZLED_8X4 : -1;
 }
 
-/* <prefix><kernel>_<format>_<dtype>_sf<layout>[_afp4_sfa<layout>] */
+/* <prefix><kernel>_<format>_<dtype>_sf<layout>[_afp4_sfa<layout>][_tm<rows>] */
 static int parse(const char *name, gvar *v) {
   char buf[160], *tok[8];
   int nt = 0;
   snprintf(buf, sizeof buf, "%s", name + strlen(VPREFIX));
   for (char *p = strtok(buf, "_"); p && nt < 8; p = strtok(NULL, "_")) tok[nt++] = p;
+  if (nt > 4 && !strncmp(tok[nt - 1], "tm", 2) && !strcmp(tok[0], "tensorop")) nt--;   /* the tile: tile_of */
   if ((nt != 4 && nt != 6) || strncmp(tok[3], "sf", 2) != 0) return 0;
   v->name = name;
   v->max_m = !strcmp(tok[0], "warp") ? 16 : !strcmp(tok[0], "skinny") ? 512 : 0;   /* small-M kernels: their limit */
@@ -139,6 +140,19 @@ static const char *any_m_target(const gvar *v) {
   for (int i = 0; i < kg_variant_count(); i++)
     if (!strcmp(kg_variant_name(i), name)) return kg_variant_name(i);
   return v->name;
+}
+
+/* Whether select's choice sel is target or, for a tensorop target, its twin of another tile size
+** (name + "_tm128" / "_tm64": dispatch picks the tile, kg_fp4.c). */
+static int is_target(const char *sel, const char *target) {
+  const size_t n = strlen(target);
+  return !strncmp(sel, target, n) && (sel[n] == 0 || (strstr(target, "_tensorop_") && !strncmp(sel + n, "_tm", 3)));
+}
+
+/* Rows of A per tile of a tensorop variant, from its name (256 unless _tm<rows>). */
+static int tile_of(const char *name) {
+  const char *t = strstr(name, "_tm");
+  return t ? atoi(t + 3) : 256;
 }
 
 /* One case of variant v. Returns 1 on pass. *worst: error in tolerance units; *path_runs counts the
@@ -238,7 +252,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     kg_status ss = kg_gemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
     const int want_path = how == RUN_WORKSPACE && ws > 0;
-    if (ss != KG_SUCCESS || path != want_path || (!path && strcmp(sel, target) != 0) ||
+    if (ss != KG_SUCCESS || path != want_path || (!path && !is_target(sel, target)) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), TC_PREFIX, strlen(TC_PREFIX)))) {
       printf("FAIL %s m%lld n%lld k%lld (%s): select %s gave %s (workspace %zu bytes)\n", v->name, (long long)m,
              (long long)n, (long long)k, RUN_NAMES[how], kg_status_string(ss), sel ? sel : "-", ws);
@@ -394,23 +408,30 @@ static int run_statuses(const gvar *v) {
 ** path), the path forced by its select name (short workspace -> KG_ERROR_WORKSPACE_TOO_SMALL,
 ** misaligned -> KG_ERROR_MISALIGNED_OPERAND, no such kg_gemm variant -> KG_ERROR_NOT_SUPPORTED; on the
 ** C backend KG_ERROR_NOT_SUPPORTED); refused calls write nothing. */
-/* The tensorop kernel's size rule (descriptor fill_m, kg_fp4.c): dispatch passes it over for m <=
-** 128 (half its 256-row tile) and for m <= 512 where its 256 x 128 tiles, times the K splits it
-** would launch (kg__fp4t_splits), fill less than 3/4 of the SMs (the skinny kernel runs there), and
-** takes it otherwise, with or without a workspace (never the dequantize path); forced by name it
-** takes any size (split grids count from 2/3 of the SMs). Sizes far from the SM-count boundary: m 384,
-** n 4096 is 64 tiles, passed over at k 64 and taken at k 4096 (two K splits); m 256, n 4096, k 4096
-** is 32 tiles in three splits, taken. */
+/* The tensorop kernels' dispatch rules (descriptor tile_m, tile_n and fill_m, kg_fp4.c): a variant
+** is passed over for m <= half its tile, where its twin with the other tile size (256 or 128 rows of
+** A) is estimated faster (kg__fp4t_cost: rounds of blocks x a block's K steps and fixed cost), and
+** for m <= 512 where its tiles, times the K splits it would launch, fill less than 3/4 of the SMs
+** (2/3 split): the skinny kernel runs there. Taken otherwise, with or without a workspace (never the
+** dequantize path); forced by name it takes any size. Each case names the tile that takes it on 132
+** SMs (the H200; 0: none): that variant must be chosen; where none is, explain names the rule. */
 static int check_tensorop_dispatch(const gvar *v) {
-  static const struct { int64_t m, n, k; int tensorop, forced; } CASES[] = {
-    { 128, 16384, 64, 0, 0 }, { 192, 65536, 64, 1, 0 }, { 512, 128, 64, 0, 0 }, { 600, 128, 64, 1, 0 },
-    { 1, 128, 64, 1, 1 }, { 384, 4096, 64, 0, 0 }, { 384, 4096, 4096, 1, 0 }, { 256, 4096, 4096, 1, 0 },
+  static const struct { int64_t m, n, k; int tile, forced; } CASES[] = {
+    { 128, 16384, 64, 128, 0 },    /* 256: half a tile */
+    { 192, 65536, 64, 256, 0 },    /* 4 rounds of 256-row tiles against 8 of 128 */
+    { 512, 128, 64, 0, 0 },        /* 4 tiles of 128 rows: too few for the SMs */
+    { 1, 128, 64, -1, 1 },         /* forced: either tile takes m = 1 */
+    { 384, 4096, 64, 0, 0 },       /* 96 tiles of 128 rows, unsplit (k 64): under 3/4 of the SMs */
+    { 384, 4096, 4096, 256, 0 },   /* 64 tiles of 256 in two K splits against 96 unsplit of 128 */
+    { 256, 4096, 4096, 128, 0 },   /* 64 tiles of 128 in two splits against 32 of 256 in three */
+    { 2048, 4096, 4096, 256, 0 },  /* m > 512: no fill rule; 2 rounds of 256 against 4 of 128 */
   };
-  const int64_t nmax = 65536, mmax = 600, kmax = 4096, bs = v->format == KG_FP4_NVFP4 ? 16 : 32;
+  const int own = tile_of(v->name);
+  const int64_t nmax = 65536, mmax = 2048, kmax = 4096, bs = v->format == KG_FP4_NVFP4 ? 16 : 32;
   /* select reads no operand: buffers of the largest extents, never written */
   uint8_t *dA = dev_alloc((size_t)(mmax * kmax * 2)), *dB = dev_alloc((size_t)(nmax * kmax / 2));
   uint8_t *dS = dev_alloc(ref_sf_bytes(v->layout, nmax, kmax / bs, 1));
-  uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));
+  uint8_t *dD = dev_alloc((size_t)(192 * nmax * 2));   /* the largest m x n */
   static char buf[16384];
   int ok = 1;
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
@@ -425,14 +446,19 @@ static int check_tensorop_dispatch(const gvar *v) {
     size_t ws = 7;
     const kg_status st = kg_gemm_fp4_select(&a, &e, &sel), qs = kg_gemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
-    int good = picked == CASES[i].tensorop && qs == KG_SUCCESS && (!picked || ws == 0);
-    if (good && !picked) {   /* explain names the rule */
+    const int want = CASES[i].forced || CASES[i].tile == own;
+    int good = picked == want && qs == KG_SUCCESS && (!picked || ws == 0);
+    if (good && !picked && CASES[i].tile > 0)   /* the twin of the case's tile is chosen */
+      good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == CASES[i].tile;
+    else if (good && !picked) {   /* explain names the rule */
       kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
-      good = strstr(buf, a.m <= 128 ? "fills at most half of its 256-row tiles" : "fill less than 3/4 of") != NULL;
+      good = strstr(buf, "fills at most half of its") || strstr(buf, "are estimated faster here") ||
+             strstr(buf, "fill less than 3/4 of") || strstr(buf, "fill less than 2/3 of");
     }
     if (!good) {
-      printf("FAIL %s: dispatch at m = %lld, n = %lld%s chose %s (%s), workspace %zu bytes\n", v->name,
-             (long long)a.m, (long long)a.n, CASES[i].forced ? " (forced)" : "", sel ? sel : "-", kg_status_string(st), ws);
+      printf("FAIL %s: dispatch at m = %lld, n = %lld, k = %lld%s chose %s (%s), workspace %zu bytes\n", v->name,
+             (long long)a.m, (long long)a.n, (long long)k, CASES[i].forced ? " (forced)" : "", sel ? sel : "-",
+             kg_status_string(st), ws);
       ok = 0;
     }
   }

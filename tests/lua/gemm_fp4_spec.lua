@@ -179,6 +179,30 @@ describe("gemm_fp4 family", function()
     end
   end)
 
+  it("tensorop tile_m: 256 by default (the first names), 128 named _tm128 and ranked after it", function()
+    local variants, errors = expand_fields({ backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4",
+                                             tile_m = { 128, 256 } })
+    assert.are.same({}, errors)
+    local by = {}
+    for _, v in ipairs(variants) do by[v.tile_m] = v end
+    assert.are.equal("kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4", by[256].name)
+    assert.are.equal("kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_tm128", by[128].name)
+    assert.is_true(gemm_fp4.rank(by[256]) > gemm_fp4.rank(by[128]))
+    assert.is_true(gemm_fp4.rank(by[128]) > gemm_fp4.rank({ kernel = "skinny" }))
+    local desc = table.concat(gemm_fp4.descriptor(by[128], { backend_enum = "KG_BACKEND_CUDA", arch = "sm_90a" }), " ")
+    assert.is_truthy(desc:find(".tile_m = 128 .tile_n = 128", 1, true), desc)
+    variants, errors = expand_fields({ backend = "cuda", kernel = "skinny", dtype = "bf16", format = "nvfp4", tile_m = 128 })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("tile_m is the tensorop kernel's (here kernel = skinny); allowed: tile_m = 0", 1, true),
+      errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", tile_m = 0 })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: tile_m = 128, 256", 1, true), errors[1])
+    variants, errors = expand_fields({ backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", tile_m = 64 })
+    assert.are.equal(0, #variants)
+    assert.is_truthy(errors[1]:find("allowed: 0, 128, 256", 1, true), errors[1])
+  end)
+
   it("ships C variants for every dtype x format x layout (W4A16, W4A4) and GPU warp / skinny / mma kernels", function()
     local out, rc = H.kgen("list")
     assert.are.equal(0, rc, out)
@@ -187,8 +211,10 @@ describe("gemm_fp4 family", function()
       local b = l:match("^kg_fp4gemm_(%l+)_")
       if b then n[b] = n[b] + 1 end
     end
-    assert.are.same({ c = 26, cuda = 20, hip = 12 }, n)
+    assert.are.same({ c = 26, cuda = 22, hip = 12 }, n)
     assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4\n", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_tm128\n", 1, true))
+    assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4_tm128\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_tensorop_mxfp4_bf16_sf128x4\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4\n", 1, true))
     assert.is_truthy(out:find("kg_fp4gemm_cuda_skinny_mxfp4_bf16_sflinear\n", 1, true))
