@@ -711,6 +711,12 @@ static int run_dual_path_statuses(const dvar *v) {
   return ok;
 }
 
+/* Rows of A per tile of a tensorop variant, from its name (256 unless _tm<rows>). */
+static int tile_of(const char *name) {
+  const char *t = strstr(name, "_tm");
+  return t ? atoi(t + 3) : 256;
+}
+
 /* Whether v's tensorop twin with tm rows of A per tile (name + "_tm<rows>" unless 256) is compiled in. */
 static int has_tile(const dvar *v, int tm) {
   char name[200];
@@ -751,8 +757,7 @@ static int check_tensorop_dispatch(const dvar *v) {
     /* 64 tiles of 128 in two splits against 32 of 256 in three (96 blocks: split grids count from 2/3) */
     { 256, 2048, 4096, 0, 0, 0, 128, 256, KG_SUCCESS, NULL },
   };
-  const char *t = strstr(v->name, "_tm");
-  const int own = t ? atoi(t + 3) : 256, both = has_tile(v, 256) && has_tile(v, 128);
+  const int own = tile_of(v->name), both = has_tile(v, 256) && has_tile(v, 128);
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, nmax = 32768, mmax = 600, kmax = 4096;
   /* select reads no operand: buffers of the largest extents, never written */
   uint8_t *dA = dev_alloc((size_t)(mmax * kmax * 2)), *dB = dev_alloc((size_t)(nmax * kmax / 2));
@@ -778,13 +783,12 @@ static int check_tensorop_dispatch(const dvar *v) {
     size_t ws = 7;
     const kg_status st = kg_dualgemm_fp4_select(&a, &e, &sel), qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
-    const int want = CASES[i].forced ? CASES[i].st == KG_SUCCESS : (both ? CASES[i].tile : CASES[i].tile1) == own;
     const int tile = both ? CASES[i].tile : CASES[i].tile1;
+    const int want = CASES[i].forced ? CASES[i].st == KG_SUCCESS : tile == own;
     int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws == 0));
-    if (good && !picked && !CASES[i].forced && tile > 0) {   /* the twin of the case's tile is chosen */
-      const char *tm = strstr(sel ? sel : "", "_tm");
-      good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && (tm ? atoi(tm + 3) : 256) == tile;
-    } else if (good && !picked && !CASES[i].forced) {   /* explain names the rule */
+    if (good && !picked && !CASES[i].forced && tile > 0)   /* the twin of the case's tile is chosen */
+      good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == tile;
+    else if (good && !picked && !CASES[i].forced) {   /* explain names the rule */
       kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
       good = CASES[i].why ? strstr(buf, CASES[i].why) != NULL
                           : strstr(buf, "fills at most half of its") || strstr(buf, "are estimated faster here") ||

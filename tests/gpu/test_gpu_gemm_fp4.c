@@ -143,7 +143,7 @@ static const char *any_m_target(const gvar *v) {
 }
 
 /* Whether select's choice sel is target or, for a tensorop target, its twin of another tile size
-** (name + "_tm128" / "_tm64": dispatch picks the tile, kg_fp4.c). */
+** (name + "_tm128": dispatch picks the tile, kg_fp4.c). */
 static int is_target(const char *sel, const char *target) {
   const size_t n = strlen(target);
   return !strncmp(sel, target, n) && (sel[n] == 0 || (strstr(target, "_tensorop_") && !strncmp(sel + n, "_tm", 3)));
