@@ -10,6 +10,11 @@
 **   - W4A16 DualGemm SwiGLU, K = 4096, N = 14336, M in {1, 16, 128, 1024, 4096,
 **     8192}. Peer: the best of two cuBLAS GEMMs + silu*mul and one cuBLAS GEMM
 **     on [W0 || W1] + silu*mul (bench/peer_kernels.cu), on dequantized weights.
+**   - Batched W4A16 DualGemm SwiGLU, the MoE gate-up projection ("moe8", M column
+**     "8x<m>"): 8 experts, each with its own W0, W1 (and scale groups, global
+**     scales) and its own m rows of A, K = 4096, N = 14336, m in {256, 1024}
+**     (KG_BENCH_MS: its values above 128). Peer: the same two forms with
+**     cublasGemmStridedBatchedEx over the experts, silu*mul over all rows.
 **   - quantize: bf16 [16384, 7168] -> NVFP4 (with a global scale) and MXFP4,
 **     128x4 scales; TB/s of input read.
 ** Weights: random bf16, their amax by kg_amax, the NVFP4 global scale by
@@ -46,6 +51,7 @@
 **                          (e.g. kg_fp4gemm_cuda_mma_nvfp4_bf16_sf128x4: the in-kernel path) or a
 **                          dequantize path name as select prints it ("dequantize + kg_gemm_cuda_...");
 **                          rows of the other op (or shape) it does not fit show "-" for kg
+**   KG_BENCH_OPS=dual,moe8 only the rows of these ops (gemm, dual, moe8, quantize; default all)
 **   KG_BENCH_PDL=0         no KG_EXEC_PDL columns (default 1)
 **   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
 **   KG_BENCH_SEED=N        RNG seed (default 1)
@@ -62,6 +68,7 @@ int kgb_read_bytes(const void *p0, int64_t n0, const void *p1, int64_t n1, const
                    void *stream);
 
 #define MAX_SETS 8
+#define MAX_EXPERTS 8
 #define MAX_ROWS 160
 #define N_SAMPLES 64
 #define TOL_REF 2e-2      /* bf16 output rounding (and D0/D1 roundings for SwiGLU), relative to scale */
@@ -81,6 +88,7 @@ static struct {
   const char *force_variant;    /* KG_BENCH_VARIANT */
   int pdl;                      /* KG_BENCH_PDL */
   const char *ms;               /* KG_BENCH_MS */
+  const char *ops;              /* KG_BENCH_OPS */
   void *ws;                     /* workspace of the FP4 GEMM / DualGemm rows (grows) */
   void *sink;                   /* 4 device bytes for kgb_read_bytes */
   size_t ws_bytes;
@@ -95,6 +103,19 @@ static int m_selected(int64_t m, int dflt) {
     if (end == s) return 0;
     if (v == (long long)m) return 1;
     s = *end == ',' ? end + 1 : end;
+  }
+  return 0;
+}
+
+/* Whether the rows of op (gemm, dual, moe8, quantize) run: KG_BENCH_OPS lists it, or is not set. */
+static int op_selected(const char *op) {
+  if (!G.ops) return 1;
+  const size_t n = strlen(op);
+  for (const char *s = G.ops; *s;) {
+    const char *end = strchr(s, ',');
+    const size_t len = end ? (size_t)(end - s) : strlen(s);
+    if (len == n && !strncmp(s, op, n)) return 1;
+    s = end ? end + 1 : s + len;
   }
   return 0;
 }
@@ -125,18 +146,19 @@ static void table_add(const char *line) {
 }
 
 /* ---- FP4 weights --------------------------------------------------------------------------------
-** nw matrices of [n, k] per set (DualGemm: W0 rows 0..n-1, W1 rows n..2n-1 of one [2n, k] bf16
-** buffer, so the peer can also run one GEMM on [W0 || W1]); each matrix has its own scales and
-** NVFP4 global scale. */
+** nw matrices of [n, k] per expert and set (DualGemm: W0 rows 0..n-1, W1 rows n..2n-1 of one
+** [2n, k] bf16 buffer, so the peer can also run one GEMM on [W0 || W1]); experts one after
+** another. Each matrix has its own scales and NVFP4 global scale per expert: matrix i's scale
+** buffer holds one group per expert, its global scales are gs[i * experts + e]. */
 typedef struct weights {
   kg_fp4_format format;
   int64_t n, k, kv;
-  int nw, nsets;
-  size_t sf_bytes;                   /* per matrix */
-  uint8_t *q[MAX_SETS];              /* [nw * n, k/2] */
+  int nw, nsets, experts;
+  size_t sf_bytes;                   /* per matrix (all experts' groups) */
+  uint8_t *q[MAX_SETS];              /* [experts * nw * n, k/2] */
   uint8_t *sf[MAX_SETS][2];
-  float *gs[MAX_SETS];               /* nw floats (NVFP4) */
-  uint16_t *deq[MAX_SETS];           /* [nw * n, k] bf16, dequantized */
+  float *gs[MAX_SETS];               /* nw * experts floats (NVFP4) */
+  uint16_t *deq[MAX_SETS];           /* [experts * nw * n, k] bf16, dequantized */
   uint16_t *h_deq;                   /* host copy of set 0's deq */
   double fp4_bytes;                  /* bytes kg must read per launch: values + scales */
   double read_ms;                    /* read floor: kgb_read_bytes of those bytes, timed as kg is */
@@ -162,22 +184,25 @@ static kg_exec cuda_exec(void) {
 /* The read floor's launch on set s: the packed values and scales of every matrix, once. */
 static int launch_read(void *ctx, int s) {
   weights *w = (weights *)ctx;
-  const int64_t qb = (int64_t)w->nw * w->n * (w->k / 2), sb = (int64_t)w->sf_bytes;
+  const int64_t qb = (int64_t)w->experts * w->nw * w->n * (w->k / 2), sb = (int64_t)w->sf_bytes;
   int e = kgb_read_bytes(w->q[s], qb, w->sf[s][0], sb, w->nw > 1 ? w->sf[s][1] : NULL, w->nw > 1 ? sb : 0, G.sink,
                          (void *)G.st);
   if (e) { w->read_err = e; return 1; }
   return 0;
 }
 
-static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int nw, uint64_t *rng) {
+static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int nw, int experts, uint64_t *rng) {
   memset(w, 0, sizeof *w);
-  w->format = f; w->n = n; w->k = k; w->nw = nw;
+  if (experts < 1 || experts > MAX_EXPERTS) { fprintf(stderr, "bench_fp4: %d experts\n", experts); exit(2); }
+  w->format = f; w->n = n; w->k = k; w->nw = nw; w->experts = experts;
   w->kv = kg_fp4_kv(f, k);
-  check_kg(kg_sf_size(KG_SF_SWIZZLED_128X4, n, w->kv, 1, &w->sf_bytes), "kg_sf_size");
-  w->fp4_bytes = (double)nw * ((double)n * (double)k / 2 + (double)w->sf_bytes);
+  check_kg(kg_sf_size(KG_SF_SWIZZLED_128X4, n, w->kv, experts, &w->sf_bytes), "kg_sf_size");
+  w->fp4_bytes = (double)nw * ((double)experts * (double)n * (double)k / 2 + (double)w->sf_bytes);
+  /* sets of more than 2.5 x L2 together; one where a set alone is that large */
   int sets = (int)ceil(2.5 * (double)G.run.l2_bytes / w->fp4_bytes);
-  w->nsets = sets < 2 ? 2 : sets > MAX_SETS ? MAX_SETS : sets;
-  const size_t elems = (size_t)nw * (size_t)n * (size_t)k;
+  w->nsets = sets < 1 ? 1 : sets > MAX_SETS ? MAX_SETS : sets;
+  if (w->nsets == 1 && w->fp4_bytes < 2.5 * (double)G.run.l2_bytes) w->nsets = 2;
+  const size_t elems = (size_t)experts * (size_t)nw * (size_t)n * (size_t)k;
   uint16_t *h = (uint16_t *)malloc(elems * 2);
   w->h_deq = (uint16_t *)malloc(elems * 2);
   if (!h || !w->h_deq) { fprintf(stderr, "out of host memory\n"); exit(2); }
@@ -185,29 +210,31 @@ static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int 
   for (int s = 0; s < w->nsets; s++) {
     CK(cudaMalloc((void **)&w->q[s], elems / 2));
     CK(cudaMalloc((void **)&w->deq[s], elems * 2));
-    CK(cudaMalloc((void **)&w->gs[s], 2 * sizeof(float)));
+    CK(cudaMalloc((void **)&w->gs[s], (size_t)(nw * experts) * sizeof(float)));
     bench_fill_bf16(h, elems, rng);
     CK(cudaMemcpy(w->deq[s], h, elems * 2, cudaMemcpyHostToDevice));
+    /* matrix i of expert e: rows (e nw + i) n .. of deq and q */
+    const int64_t xstride = (int64_t)nw * n * k, qstride = (int64_t)nw * n * (k / 2);
     for (int i = 0; i < nw; i++) {
       CK(cudaMalloc((void **)&w->sf[s][i], w->sf_bytes));
       const uint16_t *x = w->deq[s] + (size_t)i * (size_t)n * (size_t)k;
       const float *gs = NULL;
       if (f == KG_FP4_NVFP4) {
-        kg_amax_args am = { KG_BF16, 1, n, k, x, k, 0, w->gs[s] + i };
+        float *gi = w->gs[s] + i * experts, amax[MAX_EXPERTS], g[MAX_EXPERTS];
+        kg_amax_args am = { KG_BF16, experts, n, k, x, k, xstride, gi };
         check_kg(kg_amax(&am, &ex), "kg_amax");
-        float amax = 0;
-        CK(cudaMemcpyAsync(&amax, w->gs[s] + i, sizeof amax, cudaMemcpyDeviceToHost, G.st));
+        CK(cudaMemcpyAsync(amax, gi, (size_t)experts * sizeof(float), cudaMemcpyDeviceToHost, G.st));
         CK(cudaStreamSynchronize(G.st));
-        float g = kg_nvfp4_global_scale(amax);
-        CK(cudaMemcpy(w->gs[s] + i, &g, sizeof g, cudaMemcpyHostToDevice));
-        gs = w->gs[s] + i;
+        for (int e = 0; e < experts; e++) g[e] = kg_nvfp4_global_scale(amax[e]);
+        CK(cudaMemcpy(gi, g, (size_t)experts * sizeof(float), cudaMemcpyHostToDevice));
+        gs = gi;
       }
       kg_fp4_args qa;
       memset(&qa, 0, sizeof qa);
       qa.format = f; qa.sf_layout = KG_SF_SWIZZLED_128X4; qa.mx_round = KG_MX_ROUND_UP;
-      qa.dtype = KG_BF16; qa.batch = 1; qa.rows = n; qa.k = k;
-      qa.x = (void *)x; qa.ldx = k;
-      qa.q = w->q[s] + (size_t)i * (size_t)n * (size_t)(k / 2); qa.ldq = k / 2;
+      qa.dtype = KG_BF16; qa.batch = experts; qa.rows = n; qa.k = k;
+      qa.x = (void *)x; qa.ldx = k; qa.batch_stride_x = xstride;
+      qa.q = w->q[s] + (size_t)i * (size_t)n * (size_t)(k / 2); qa.ldq = k / 2; qa.batch_stride_q = qstride;
       qa.sf = w->sf[s][i]; qa.sf_bytes = w->sf_bytes;
       qa.global_scale = gs;
       check_kg(kg_fp4_quantize(&qa, &ex), "kg_fp4_quantize");
@@ -261,37 +288,49 @@ static void workspace_reserve(size_t ws, problem *p) {
   p->exec.workspace_size = ws ? G.ws_bytes : 0;
 }
 
+/* kg's arguments for set s with output d: the GEMM (one expert) */
+static void gemm_args(const problem *p, int s, uint16_t *d, kg_gemm_fp4_args *g) {
+  const weights *w = p->w;
+  memset(g, 0, sizeof *g);
+  g->m = p->m; g->n = w->n; g->k = w->k; g->dtype = KG_BF16; g->format = w->format;
+  g->sf_layout = KG_SF_SWIZZLED_128X4;
+  g->a = p->a[s]; g->lda = w->k;
+  g->b = w->q[s]; g->ldb = w->k / 2;
+  g->sf_b = w->sf[s][0]; g->sf_b_bytes = w->sf_bytes;
+  g->global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
+  g->d = d; g->ldd = w->n;
+  g->alpha = 1.0f;
+}
+
+/* ... and the DualGemm: batched over the experts when there are several (A, D2 [experts, m, ...]) */
+static void dual_args(const problem *p, int s, uint16_t *d, kg_dualgemm_fp4_args *g) {
+  const weights *w = p->w;
+  const int64_t ew = (int64_t)w->nw * w->n * (w->k / 2);   /* bytes from one expert's W0 to the next */
+  memset(g, 0, sizeof *g);
+  g->mode = w->experts > 1 ? KG_MODE_BATCHED : KG_MODE_GEMM; g->batch_count = w->experts;
+  g->m = p->m; g->n = w->n; g->k = w->k; g->dtype = KG_BF16; g->format = w->format;
+  g->sf_layout = KG_SF_SWIZZLED_128X4; g->op = KG_DUAL_SWIGLU;
+  g->a = p->a[s]; g->lda = w->k; g->batch_stride_a = p->m * w->k;
+  g->b0 = w->q[s]; g->ldb0 = w->k / 2; g->batch_stride_b0 = ew;
+  g->b1 = w->q[s] + (size_t)w->n * (size_t)(w->k / 2); g->ldb1 = w->k / 2; g->batch_stride_b1 = ew;
+  g->sf_b0 = w->sf[s][0]; g->sf_b0_bytes = w->sf_bytes;
+  g->sf_b1 = w->sf[s][1]; g->sf_b1_bytes = w->sf_bytes;
+  g->global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
+  g->global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[s] + w->experts : NULL;
+  g->d2 = d; g->ldd2 = w->n; g->batch_stride_d2 = p->m * w->n;
+  g->alpha0 = 1.0f; g->alpha1 = 1.0f;
+}
+
 /* One kg call on set s into the outputs of op o (OP_KG or OP_KG_PDL). */
 static int kg_call(problem *p, int s, int o, const kg_exec *exec) {
-  const weights *w = p->w;
   kg_status st;
   if (!p->dual) {
     kg_gemm_fp4_args g;
-    memset(&g, 0, sizeof g);
-    g.m = p->m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format;
-    g.sf_layout = KG_SF_SWIZZLED_128X4;
-    g.a = p->a[s]; g.lda = w->k;
-    g.b = w->q[s]; g.ldb = w->k / 2;
-    g.sf_b = w->sf[s][0]; g.sf_b_bytes = w->sf_bytes;
-    g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
-    g.d = p->d[o][s]; g.ldd = w->n;
-    g.alpha = 1.0f;
+    gemm_args(p, s, p->d[o][s], &g);
     st = kg_gemm_fp4(&g, exec);
   } else {
     kg_dualgemm_fp4_args g;
-    memset(&g, 0, sizeof g);
-    g.mode = KG_MODE_GEMM; g.batch_count = 1;
-    g.m = p->m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format;
-    g.sf_layout = KG_SF_SWIZZLED_128X4; g.op = KG_DUAL_SWIGLU;
-    g.a = p->a[s]; g.lda = w->k;
-    g.b0 = w->q[s]; g.ldb0 = w->k / 2;
-    g.b1 = w->q[s] + (size_t)w->n * (size_t)(w->k / 2); g.ldb1 = w->k / 2;
-    g.sf_b0 = w->sf[s][0]; g.sf_b0_bytes = w->sf_bytes;
-    g.sf_b1 = w->sf[s][1]; g.sf_b1_bytes = w->sf_bytes;
-    g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[s] : NULL;
-    g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[s] + 1 : NULL;
-    g.d2 = p->d[o][s]; g.ldd2 = w->n;
-    g.alpha0 = 1.0f; g.alpha1 = 1.0f;
+    dual_args(p, s, p->d[o][s], &g);
     st = kg_dualgemm_fp4(&g, exec);
   }
   if (st != KG_SUCCESS) { p->kg_err = st; return 1; }
@@ -300,21 +339,30 @@ static int kg_call(problem *p, int s, int o, const kg_exec *exec) {
 static int launch_kg(void *ctx, int s) { problem *p = (problem *)ctx; return kg_call(p, s, OP_KG, &p->exec); }
 static int launch_kg_pdl(void *ctx, int s) { problem *p = (problem *)ctx; return kg_call(p, s, OP_KG_PDL, &p->exec_pdl); }
 
-/* Row-major D[M, N'] = A[M, K] . W^T with W row-major [N', K]: column-major D^T = W . A^T. */
-static void gemm_cb(const uint16_t *w, int64_t n, const uint16_t *a, int64_t m, int64_t k, uint16_t *d, int64_t ldd) {
+/* Row-major D[M, N'] = A[M, K] . W^T with W row-major [N', K]: column-major D^T = W . A^T.
+** Experts (batches) > 1: one strided-batched call, expert e's W at w + e ws, A at a + e m k, D at
+** d + e m ldd (elements). */
+static void gemm_cb(const uint16_t *w, int64_t n, const uint16_t *a, int64_t m, int64_t k, uint16_t *d, int64_t ldd,
+                    int experts, int64_t ws) {
   const float alpha = 1.0f, beta = 0.0f;
-  CB(cublasGemmEx(G.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, CUDA_R_16BF, (int)k, a,
-                  CUDA_R_16BF, (int)k, &beta, d, CUDA_R_16BF, (int)ldd, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (experts == 1)
+    CB(cublasGemmEx(G.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, CUDA_R_16BF, (int)k, a,
+                    CUDA_R_16BF, (int)k, &beta, d, CUDA_R_16BF, (int)ldd, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  else
+    CB(cublasGemmStridedBatchedEx(G.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &alpha, w, CUDA_R_16BF,
+                                  (int)k, (long long)ws, a, CUDA_R_16BF, (int)k, (long long)(m * k), &beta, d, CUDA_R_16BF,
+                                  (int)ldd, (long long)(m * ldd), experts, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 static int launch_p1(void *ctx, int s) {
   problem *p = (problem *)ctx;
   const weights *w = p->w;
-  if (!p->dual) { gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, p->d[OP_P1][s], w->n); return 0; }
-  uint16_t *t = p->tmp[s];   /* two GEMMs into the two halves of [m, 2n], then silu * mul */
-  gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, t, 2 * w->n);
-  gemm_cb(w->deq[s] + (size_t)w->n * (size_t)w->k, w->n, p->a[s], p->m, w->k, t + w->n, 2 * w->n);
-  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P1][s], w->n, p->m, w->n, (void *)G.st);
+  const int64_t ws = (int64_t)w->nw * w->n * w->k, rows = w->experts * p->m;
+  if (!p->dual) { gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, p->d[OP_P1][s], w->n, 1, 0); return 0; }
+  uint16_t *t = p->tmp[s];   /* two GEMMs into the two halves of [rows, 2n], then silu * mul */
+  gemm_cb(w->deq[s], w->n, p->a[s], p->m, w->k, t, 2 * w->n, w->experts, ws);
+  gemm_cb(w->deq[s] + (size_t)w->n * (size_t)w->k, w->n, p->a[s], p->m, w->k, t + w->n, 2 * w->n, w->experts, ws);
+  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P1][s], w->n, rows, w->n, (void *)G.st);
   if (e) { p->peer_err = e; return 1; }
   return 0;
 }
@@ -323,20 +371,23 @@ static int launch_p2(void *ctx, int s) {
   problem *p = (problem *)ctx;
   const weights *w = p->w;
   uint16_t *t = p->tmp[s];   /* one GEMM on [W0 || W1] */
-  gemm_cb(w->deq[s], 2 * w->n, p->a[s], p->m, w->k, t, 2 * w->n);
-  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P2][s], w->n, p->m, w->n, (void *)G.st);
+  gemm_cb(w->deq[s], 2 * w->n, p->a[s], p->m, w->k, t, 2 * w->n, w->experts, 2 * w->n * w->k);
+  int e = kgb_silu_mul_bf16(t, 2 * w->n, t + w->n, 2 * w->n, p->d[OP_P2][s], w->n, w->experts * p->m, w->n,
+                            (void *)G.st);
   if (e) { p->peer_err = e; return 1; }
   return 0;
 }
 
 static double round_bf16(double x) { return bench_bf16_to_f32(bench_f32_to_bf16((float)x)); }
 
-/* Reference of output (i, j) on the dequantized weights, and its error scale. */
+/* Reference of output (i, j) on the dequantized weights, and its error scale; row i of all experts'
+** rows (expert i / m). */
 static void ref_at(const problem *p, const uint16_t *hA, int64_t i, int64_t j, double *ref, double *scale) {
   const weights *w = p->w;
+  const int64_t e = i / p->m;
   double x[2] = { 0, 0 }, s2[2] = { 0, 0 };
   for (int q = 0; q < (p->dual ? 2 : 1); q++) {
-    const uint16_t *wr = w->h_deq + (size_t)(q * w->n + j) * (size_t)w->k;
+    const uint16_t *wr = w->h_deq + (size_t)((e * w->nw + q) * w->n + j) * (size_t)w->k;
     for (int64_t kk = 0; kk < w->k; kk++) {
       double t = (double)bench_bf16_to_f32(hA[i * w->k + kk]) * (double)bench_bf16_to_f32(wr[kk]);
       x[q] += t; s2[q] += t * t;
@@ -358,7 +409,8 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
   memset(&P, 0, sizeof P);
   problem *p = &P;
   p->w = w; p->dual = dual; p->m = m;
-  const size_t nA = (size_t)m * (size_t)w->k, nD = (size_t)m * (size_t)w->n;
+  const int64_t rows = (int64_t)w->experts * m;   /* of A and D, all experts' */
+  const size_t nA = (size_t)rows * (size_t)w->k, nD = (size_t)rows * (size_t)w->n;
   uint16_t *hA = (uint16_t *)malloc(nA * 2), *hD = (uint16_t *)malloc(nD * 2), *hP = (uint16_t *)malloc(nD * 2);
   if (!hA || !hD || !hP) { fprintf(stderr, "out of host memory\n"); exit(2); }
   for (int s = 0; s < w->nsets; s++) {
@@ -383,25 +435,14 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
   size_t ws = 0;
   if (!dual) {
     kg_gemm_fp4_args g;
-    memset(&g, 0, sizeof g);
-    g.m = m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16; g.format = w->format; g.sf_layout = KG_SF_SWIZZLED_128X4;
-    g.a = p->a[0]; g.lda = w->k; g.b = w->q[0]; g.ldb = w->k / 2; g.sf_b = w->sf[0][0]; g.sf_b_bytes = w->sf_bytes;
-    g.global_scale_b = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL; g.d = p->d[OP_KG][0]; g.ldd = w->n; g.alpha = 1.0f;
+    gemm_args(p, 0, p->d[OP_KG][0], &g);
     if (kg_gemm_fp4_workspace_size(&g, &p->exec, &ws) == KG_SUCCESS) {
       workspace_reserve(ws, p);
       has_kg = kg_gemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
     }
   } else {
     kg_dualgemm_fp4_args g;
-    memset(&g, 0, sizeof g);
-    g.mode = KG_MODE_GEMM; g.batch_count = 1; g.m = m; g.n = w->n; g.k = w->k; g.dtype = KG_BF16;
-    g.format = w->format; g.sf_layout = KG_SF_SWIZZLED_128X4; g.op = KG_DUAL_SWIGLU;
-    g.a = p->a[0]; g.lda = w->k;
-    g.b0 = w->q[0]; g.ldb0 = w->k / 2; g.b1 = w->q[0] + (size_t)w->n * (size_t)(w->k / 2); g.ldb1 = w->k / 2;
-    g.sf_b0 = w->sf[0][0]; g.sf_b0_bytes = w->sf_bytes; g.sf_b1 = w->sf[0][1]; g.sf_b1_bytes = w->sf_bytes;
-    g.global_scale_b0 = w->format == KG_FP4_NVFP4 ? w->gs[0] : NULL;
-    g.global_scale_b1 = w->format == KG_FP4_NVFP4 ? w->gs[0] + 1 : NULL;
-    g.d2 = p->d[OP_KG][0]; g.ldd2 = w->n; g.alpha0 = g.alpha1 = 1.0f;
+    dual_args(p, 0, p->d[OP_KG][0], &g);
     if (kg_dualgemm_fp4_workspace_size(&g, &p->exec, &ws) == KG_SUCCESS) {
       workspace_reserve(ws, p);
       has_kg = kg_dualgemm_fp4_select(&g, &p->exec, &name) == KG_SUCCESS;
@@ -444,7 +485,7 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
       num += (x - y) * (x - y); den += y * y;
     }
     for (int t = 0; t < N_SAMPLES; t++) {
-      int64_t i = t == 0 ? 0 : t == 1 ? m - 1 : (int64_t)(bench_rng_next(rng) % (uint64_t)m);
+      int64_t i = t == 0 ? 0 : t == 1 ? rows - 1 : (int64_t)(bench_rng_next(rng) % (uint64_t)rows);
       int64_t j = t == 0 ? 0 : t == 1 ? w->n - 1 : (int64_t)(bench_rng_next(rng) % (uint64_t)w->n);
       double ref, scale;
       ref_at(p, hA, i, j, &ref, &scale);
@@ -466,7 +507,9 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     }
   }
 
-  char line[320], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-";
+  char line[320], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-", mcol[24];
+  if (w->experts > 1) snprintf(mcol, sizeof mcol, "%dx%lld", w->experts, (long long)m);
+  else snprintf(mcol, sizeof mcol, "%lld", (long long)m);
   const double peer = ops[best].med;
   if (has_kg) {
     const double tbs = w->fp4_bytes / (ops[OP_KG].med * 1e-3) / 1e12;
@@ -479,8 +522,8 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
       snprintf(pratio, sizeof pratio, "%.3f", peer / ops[OP_KG_PDL].med);
     }
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6lld %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %s", label,
-           w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)m, (long long)w->n, (long long)w->k, variant, kus,
+  snprintf(line, sizeof line, "%-8s %-5s %6s %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %s", label,
+           w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", mcol, (long long)w->n, (long long)w->k, variant, kus,
            peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, ok ? "ok" : "FAIL");
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
   fflush(stdout);
@@ -566,7 +609,8 @@ static void print_table(void) {
   print_header();
   printf("%s\n", COLS);
   for (int i = 0; i < G.nrows; i++) printf("%s\n", G.table[i]);
-  printf("peer: gemm = cublasGemmEx; dual = best of 2 GEMMs + silu*mul and 1 GEMM on [W0||W1] + silu*mul. peer/kg > 1: "
+  printf("peer: gemm = cublasGemmEx; dual = best of 2 GEMMs + silu*mul and 1 GEMM on [W0||W1] + silu*mul; moe8 = the same "
+         "with cublasGemmStridedBatchedEx over 8 experts (M: experts x rows each). peer/kg > 1: "
          "kg faster. kg TB/s on the FP4 weight bytes (packed values + scales); quantize: TB/s of bf16 input read. pdl: the same "
          "kg variant with exec.flags = KG_EXEC_PDL (back-to-back launches: each may start before the one ahead ends; "
          "skinny variants only; the peer launches as usual). read: the read floor, one kernel that only streams the same FP4 "
@@ -587,6 +631,7 @@ int main(int argc, char **argv) {
   G.force_variant = bench_env_str("KG_BENCH_VARIANT");
   G.pdl = bench_env_long("KG_BENCH_PDL", 1) != 0;
   G.ms = bench_env_str("KG_BENCH_MS");
+  G.ops = bench_env_str("KG_BENCH_OPS");
   if (G.ms && !ms_valid(G.ms)) {
     fprintf(stderr, "bench_fp4: KG_BENCH_MS=%s: want M values >= 1 separated by commas\n", G.ms);
     return 2;
@@ -611,7 +656,7 @@ int main(int argc, char **argv) {
   uint64_t rng = G.seed * 0x9E3779B97F4A7C15ull + 11;
   static const int64_t GEMM_MS[] = { 1, 16, 128, 1024, 4096 };
   static const int64_t NK[][2] = { { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } };
-  static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 };
+  static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 }, MOE_MS[] = { 256, 1024 };
   /* KG_BENCH_MS: its values in list order (up to 16), else the tables above */
   int64_t MS_LIST[16];
   int n_ms = 0;
@@ -623,9 +668,9 @@ int main(int argc, char **argv) {
   const int N_GEMM_MS = G.ms ? n_ms : 5, N_DUAL_MS = G.ms ? n_ms : 6;
   for (int f = 0; f < 2; f++) {
     const kg_fp4_format fmt = f == 0 ? KG_FP4_NVFP4 : KG_FP4_MXFP4;
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < 3 && op_selected("gemm"); s++) {
       weights w;
-      weights_make(&w, fmt, NK[s][0], NK[s][1], 1, &rng);
+      weights_make(&w, fmt, NK[s][0], NK[s][1], 1, 1, &rng);
       for (int i = 0; i < N_GEMM_MS; i++) {
         const int64_t m = G.ms ? MS_LIST[i] : GEMM_MS[i];
         if (m < 1 || !m_selected(m, !((G.quick || fmt == KG_FP4_MXFP4) && m != 16 &&
@@ -636,16 +681,31 @@ int main(int argc, char **argv) {
       weights_free(&w);
     }
     weights w;
-    weights_make(&w, fmt, 14336, 4096, 2, &rng);
-    for (int i = 0; i < N_DUAL_MS; i++) {
-      const int64_t m = G.ms ? MS_LIST[i] : DUAL_MS[i];
-      if (m < 1 || !m_selected(m, !(G.quick && m != 16 && m != 4096) && !(fmt == KG_FP4_MXFP4 && m > 16))) continue;
-      run_m(&w, 1, m, "dual", &rng);
+    if (op_selected("dual")) {
+      weights_make(&w, fmt, 14336, 4096, 2, 1, &rng);
+      for (int i = 0; i < N_DUAL_MS; i++) {
+        const int64_t m = G.ms ? MS_LIST[i] : DUAL_MS[i];
+        if (m < 1 || !m_selected(m, !(G.quick && m != 16 && m != 4096) && !(fmt == KG_FP4_MXFP4 && m > 16))) continue;
+        run_m(&w, 1, m, "dual", &rng);
+      }
+      weights_free(&w);
     }
+    /* the MoE gate-up projection: 8 experts of m rows each (NVFP4 m 256, 1024; MXFP4 1024; KG_BENCH_MS:
+    ** its values above 128) */
+    const int n_moe = G.quick || !op_selected("moe8") ? 0 : G.ms ? n_ms : 2;
+    int64_t moe_ms[16];
+    int n_run = 0;
+    for (int i = 0; i < n_moe; i++) {
+      const int64_t m = G.ms ? MS_LIST[i] : MOE_MS[i];
+      if (m > 128 && (G.ms || fmt == KG_FP4_NVFP4 || m == 1024)) moe_ms[n_run++] = m;
+    }
+    if (n_run == 0) continue;
+    weights_make(&w, fmt, 14336, 4096, 2, MAX_EXPERTS, &rng);
+    for (int i = 0; i < n_run; i++) run_m(&w, 1, moe_ms[i], "moe8", &rng);
     weights_free(&w);
   }
-  run_quant(KG_FP4_NVFP4, &rng);
-  if (!G.quick) run_quant(KG_FP4_MXFP4, &rng);
+  if (op_selected("quantize")) run_quant(KG_FP4_NVFP4, &rng);
+  if (!G.quick && op_selected("quantize")) run_quant(KG_FP4_MXFP4, &rng);
 
   print_table();
   bench_fatal_hook = NULL;

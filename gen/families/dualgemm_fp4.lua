@@ -39,8 +39,7 @@ local OP_ENUM = { swiglu = "KG_DUAL_SWIGLU", geglu = "KG_DUAL_GEGLU", mul = "KG_
 function F.descriptor(v, d)
   local fields = { ".op = KG_OP_DUALGEMM_FP4" }
   for _, f in ipairs(G.common_descriptor(v, d, 2)) do fields[#fields + 1] = f end
-  -- the tensorop kernel's bulk tensor copies have no batch dimension
-  fields[#fields + 1] = ".modes = KG_MODE_BIT(KG_MODE_GEMM)" .. (v.kernel == "tensorop" and "" or " | KG_MODE_BIT(KG_MODE_BATCHED)")
+  fields[#fields + 1] = ".modes = KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED)"
   fields[#fields + 1] = ".dual_op = " .. OP_ENUM[v.op]
   fields[#fields + 1] = ".store_d0 = " .. fmt.int(v.store_d0 and 1 or 0) .. ", .store_d1 = " .. fmt.int(v.store_d1 and 1 or 0)
   fields[#fields + 1] = ".dualgemm_fp4_launch = " .. v.name

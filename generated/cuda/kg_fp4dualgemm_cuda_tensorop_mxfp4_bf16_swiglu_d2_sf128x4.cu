@@ -18,8 +18,10 @@
 ** mbarriers, one arrival per MMA warp): one warpgroup decodes while the other's MMAs run.
 ** Epilogue: the sums go through the free stage buffers (transposed back to rows of A), and all MMA
 ** threads store 8 consecutive outputs at a time: alpha_i and beta_i * C_i in f32, D0 and D1
-** rounded to bf16 (stored where asked), D2 = swiglu(D0, D1). Grid: x = column tiles, y = tiles of
-** A's rows. */
+** rounded to bf16 (stored where asked), D2 = swiglu(D0, D1). Grid: x = column tiles (batched:
+** times the batches, the batch slowest), y = tiles of A's rows. Batched (KG_MODE_BATCHED): the
+** bulk tensor copies take the batch as their third coordinate (0 for an operand with batch stride
+** 0); a weight's scale group and global scale are the batch's, or group 0 where the weight is shared. */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -279,6 +281,10 @@ typedef struct fp4t_params {
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
   int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
+  int col_tiles;             /* blocks of grid x per batch */
+  int a_z, w_z[2];       /* 1: per-batch operand (batch stride != 0), 0: shared */
+  int64_t sf_bs[2];      /* bytes from one scale group to the next */
+  int64_t c_bs[2], d_bs[2], d2_bs;   /* batch strides of C, D, D2 (elements) */
 } fp4t_params;
 /* tensor maps: A (bf16 [m, k]) and the weights (bytes [n, k/2]) */
 struct fp4t_maps { CUtensorMap a, w[2]; };
@@ -340,7 +346,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
   unsigned char *sw = sa + 131072, *ss = sw + 16384;
   uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const long long n0 = (long long)blockIdx.x * 64, m0 = (long long)blockIdx.y * 256;
+  const int zb = (int)(blockIdx.x / (unsigned)p.col_tiles);   /* the batch */
+  const long long n0 = (long long)(blockIdx.x - (unsigned)zb * (unsigned)p.col_tiles) * 64, m0 = (long long)blockIdx.y * 256;
   const int ntiles = (int)((p.k + 63) / 64), pairs = (ntiles + 1) / 2;
   /* split z (cluster rank) takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
   const int z = (int)blockIdx.z, nz = p.splits;
@@ -361,11 +368,11 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
       for (int kt = kt_beg, i = 0; kt < kt_end; kt++, i++) {
         if (i >= 4) kg_mbar_wait(empty + st, (unsigned)((i / 4 - 1) & 1));
         kg_mbar_expect(full + st, kt < ntiles ? 37888u : 36864u);
-        kg_tma_load(sa + st * 32768, &tm.a, full + st, kt * 64, (int)m0, 0);
-        kg_tma_load(sw + st * 4096 + 0, &tm.w[0], full + st, kt * 32, (int)n0, 0);
-        if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 0, p.sf[0] + ((n0 / 128) * p.sf_groups + kt * 2 / 4) * 512, 512u, full + st);
-        kg_tma_load(sw + st * 4096 + 2048, &tm.w[1], full + st, kt * 32, (int)n0, 0);
-        if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 512, p.sf[1] + ((n0 / 128) * p.sf_groups + kt * 2 / 4) * 512, 512u, full + st);
+        kg_tma_load(sa + st * 32768, &tm.a, full + st, kt * 64, (int)m0, zb * p.a_z);
+        kg_tma_load(sw + st * 4096 + 0, &tm.w[0], full + st, kt * 32, (int)n0, zb * p.w_z[0]);
+        if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 0, p.sf[0] + zb * p.sf_bs[0] + ((n0 / 128) * p.sf_groups + kt * 2 / 4) * 512, 512u, full + st);
+        kg_tma_load(sw + st * 4096 + 2048, &tm.w[1], full + st, kt * 32, (int)n0, zb * p.w_z[1]);
+        if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 512, p.sf[1] + zb * p.sf_bs[1] + ((n0 / 128) * p.sf_groups + kt * 2 / 4) * 512, 512u, full + st);
         st = st + 1 == 4 ? 0 : st + 1;
       }
     }
@@ -465,8 +472,13 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
   else asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
   float post[2];
 #pragma unroll
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 2; i++) {
+    /* the batch's outputs and bias (strides 0 where not batched) */
+    if (p.c[i]) p.c[i] += zb * p.c_bs[i];
+    if (p.d[i]) p.d[i] += zb * p.d_bs[i];
     post[i] = p.alpha[i];
+  }
+  p.d2 += zb * p.d2_bs;
   const int ct = (tid - 128) % CT, rt = (tid - 128) / CT;
   const int64_t c = n0 + 8 * ct;
   const int r_end = 256 * (z + 1) / nz;
@@ -497,32 +509,45 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
   if (nz > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
-/* kg_dualgemm_fp4 (the runtime has checked the arguments, KG_MODE_GEMM and the 16-byte
-** alignment of a, lda, the weights, their lds and scales): the tensor maps, the grid of 64 x 256 tiles. */
+/* kg_dualgemm_fp4 (the runtime has checked the arguments, the mode and the 16-byte
+** alignment of a, lda, the weights, their lds, batch strides and scales): the tensor maps, the grid of 64 x 256 tiles per batch. */
 extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   fp4t_params p;
   memset(&p, 0, sizeof p);
   cudaStream_t stream = (cudaStream_t)exec->stream;
   p.kv = (args->k + 31) / 32;
   p.sf_groups = (p.kv + 3) / 4;
+  /* one batch (KG_MODE_GEMM or a batch count of 1): the batch strides are not looked at */
+  const int batched = args->mode == KG_MODE_BATCHED && args->batch_count > 1;
+  const int64_t batches = batched ? args->batch_count : 1;
+  p.col_tiles = (int)((args->n + 63) / 64);
+  p.a_z = (batched ? args->batch_stride_a : 0) != 0;
   p.sf[0] = (const uint8_t *)args->sf_b0; p.gs[0] = args->global_scale_b0;
   p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0; p.ldc[0] = args->ldc0;
-  p.c_vec[0] = (uintptr_t)args->c0 % 16 == 0 && args->ldc0 % 8 == 0;
+  p.c_vec[0] = (uintptr_t)args->c0 % 16 == 0 && args->ldc0 % 8 == 0 && (batched ? args->batch_stride_c0 : 0) % 8 == 0;
+  p.w_z[0] = (batched ? args->batch_stride_b0 : 0) != 0;
+  p.sf_bs[0] = p.w_z[0] ? (args->n + 127) / 128 * p.sf_groups * 512 : 0;   /* kg_sf_size of one group */
+  p.c_bs[0] = (batched ? args->batch_stride_c0 : 0);
   p.alpha[0] = args->alpha0; p.beta[0] = args->beta0;
   p.sf[1] = (const uint8_t *)args->sf_b1; p.gs[1] = args->global_scale_b1;
   p.c[1] = args->beta1 != 0.0f ? (const __nv_bfloat16 *)args->c1 : 0; p.ldc[1] = args->ldc1;
-  p.c_vec[1] = (uintptr_t)args->c1 % 16 == 0 && args->ldc1 % 8 == 0;
+  p.c_vec[1] = (uintptr_t)args->c1 % 16 == 0 && args->ldc1 % 8 == 0 && (batched ? args->batch_stride_c1 : 0) % 8 == 0;
+  p.w_z[1] = (batched ? args->batch_stride_b1 : 0) != 0;
+  p.sf_bs[1] = p.w_z[1] ? (args->n + 127) / 128 * p.sf_groups * 512 : 0;   /* kg_sf_size of one group */
+  p.c_bs[1] = (batched ? args->batch_stride_c1 : 0);
   p.alpha[1] = args->alpha1; p.beta[1] = args->beta1;
   p.d2 = (__nv_bfloat16 *)args->d2; p.ldd2 = args->ldd2;
-  p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0;
+  p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0 && (batched ? args->batch_stride_d2 : 0) % 8 == 0;
+  p.d2_bs = (batched ? args->batch_stride_d2 : 0);
   p.m = args->m; p.n = args->n; p.k = args->k;
-  const int64_t tiles = (args->n + 63) / 64 * ((args->m + 255) / 256);
+  const int64_t tiles = (args->n + 63) / 64 * ((args->m + 255) / 256) * batches;
   p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
   fp4t_maps maps;
   memset(&maps, 0, sizeof maps);
   {
-    const cuuint64_t dims[3] = { (cuuint64_t)args->k, (cuuint64_t)args->m, 1 };
-    const cuuint64_t strides[2] = { (cuuint64_t)args->lda * 2, (cuuint64_t)args->lda * 2 * dims[1] };
+    /* dimension 2: the batch (1 for an operand shared by the batches) */
+    const cuuint64_t dims[3] = { (cuuint64_t)args->k, (cuuint64_t)args->m, (cuuint64_t)(p.a_z ? batches : 1) };
+    const cuuint64_t strides[2] = { (cuuint64_t)args->lda * 2, (cuuint64_t)(p.a_z ? args->batch_stride_a : args->lda * dims[1]) * 2 };
     const cuuint32_t box[3] = { 64, 256, 1 };
     if (!kg_tma_encode(&maps.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args->a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for A");
@@ -530,8 +555,8 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(c
     }
   }
   {
-    const cuuint64_t dims[3] = { (cuuint64_t)((args->k + 1) / 2), (cuuint64_t)args->n, 1 };
-    const cuuint64_t strides[2] = { (cuuint64_t)args->ldb0, (cuuint64_t)args->ldb0 * dims[1] };
+    const cuuint64_t dims[3] = { (cuuint64_t)((args->k + 1) / 2), (cuuint64_t)args->n, (cuuint64_t)(p.w_z[0] ? batches : 1) };
+    const cuuint64_t strides[2] = { (cuuint64_t)args->ldb0, (cuuint64_t)(p.w_z[0] ? args->batch_stride_b0 : args->ldb0 * (int64_t)dims[1]) };
     const cuuint32_t box[3] = { 32, 64, 1 };
     if (!kg_tma_encode(&maps.w[0], CU_TENSOR_MAP_DATA_TYPE_UINT8, args->b0, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for the FP4 weights b0");
@@ -539,15 +564,15 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(c
     }
   }
   {
-    const cuuint64_t dims[3] = { (cuuint64_t)((args->k + 1) / 2), (cuuint64_t)args->n, 1 };
-    const cuuint64_t strides[2] = { (cuuint64_t)args->ldb1, (cuuint64_t)args->ldb1 * dims[1] };
+    const cuuint64_t dims[3] = { (cuuint64_t)((args->k + 1) / 2), (cuuint64_t)args->n, (cuuint64_t)(p.w_z[1] ? batches : 1) };
+    const cuuint64_t strides[2] = { (cuuint64_t)args->ldb1, (cuuint64_t)(p.w_z[1] ? args->batch_stride_b1 : args->ldb1 * (int64_t)dims[1]) };
     const cuuint32_t box[3] = { 32, 64, 1 };
     if (!kg_tma_encode(&maps.w[1], CU_TENSOR_MAP_DATA_TYPE_UINT8, args->b1, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_NONE)) {
       kg__set_backend_error("cuTensorMapEncodeTiled failed for the FP4 weights b1");
       return KG_ERROR_BACKEND;
     }
   }
-  dim3 grid((unsigned)((args->n + 63) / 64), (unsigned)((args->m + 255) / 256), (unsigned)p.splits);
+  dim3 grid((unsigned)((args->n + 63) / 64 * batches), (unsigned)((args->m + 255) / 256), (unsigned)p.splits);
   dim3 block(384);
   cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152640);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }

@@ -513,9 +513,9 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 ** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
 ** and their batch strides 16-byte multiples on GPUs, a's batch stride a
 ** multiple of 8 elements / 16 bytes; for `tensorop` sf_b0 and sf_b1 16-byte
-** aligned). The `tensorop` kernels take KG_MODE_GEMM only (a batched problem
-** runs the other kernels; forced by name, KG_ERROR_NOT_SUPPORTED); where they
-** run, the call needs no workspace. Workspace: optional, the dequantize path
+** aligned). The `tensorop` kernels take both modes (the batch is the third
+** coordinate of their bulk tensor copies; dispatch counts the tiles of every
+** batch); where they run, the call needs no workspace. Workspace: optional, the dequantize path
 ** of kg_gemm_fp4 (above): W0 and W1 dequantized with every scale group (a
 ** shared operand once) and kg_dualgemm's batched mode with the matching
 ** batch strides; each group's global scale is applied by its dequantize, so

@@ -605,6 +605,8 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
     if (v->backend != KG_BACKEND_C && (g->n + 3) / 4 > 2147483647) return "n needs more than 2^31-1 blocks";
     if (v->backend != KG_BACKEND_C && v->max_m == 0 && (g->m + 63) / 64 > 65535)
       return "m needs more than 65535 tiles (grid y limit)";
+    if (v->tile_n > 0 && strcmp(v->kernel, "tensorop") == 0 && (g->n + v->tile_n - 1) / v->tile_n * g->batch > 2147483647)
+      return "n times the batch count needs more than 2^31-1 blocks (grid x limit)";
     if (v->align > 1) {
       const int64_t a_unit = g->a_fp4 ? 16 : 8;   /* 16 bytes: 8 elements of 16-bit A, 16 bytes of FP4 A */
       const char *bad = (uintptr_t)g->a % 16 != 0 ? "a: pointer must be 16-byte aligned"
@@ -648,19 +650,19 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
       }
       const int sms = kg__sm_count(v->backend);
       /* the tile size: another one compiled in and estimated faster takes the problem (kg__fp4t_cost) */
-      const int64_t own = kg__fp4t_cost(g->m, g->n, g->k, v->tile_m, v->tile_n, sms);
+      const int64_t own = kg__fp4t_cost(g->m, g->n, g->k, g->batch, v->tile_m, v->tile_n, sms);
       for (int i = 0; i < KG__FP4T_TILES; i++) {
         const int tm = kg__fp4t_tile_m(i);
         if (tm == v->tile_m || 2 * g->m <= tm || !kg__fp4t_sibling(v, tm)) continue;
-        const int64_t other = kg__fp4t_cost(g->m, g->n, g->k, tm, v->tile_n, sms);
+        const int64_t other = kg__fp4t_cost(g->m, g->n, g->k, g->batch, tm, v->tile_n, sms);
         if (other < own) {
           snprintf(why, sizeof why, "tiles of %d rows of A are estimated faster here than %d (%lld against %lld)", tm,
                    v->tile_m, (long long)other, (long long)own);
           return why;
         }
       }
-      /* the blocks: tiles times the K splits the kernel launches (kg__fp4t_splits) */
-      const int64_t tiles = (g->m + v->tile_m - 1) / v->tile_m * ((g->n + v->tile_n - 1) / v->tile_n);
+      /* the blocks: tiles (of every batch) times the K splits the kernel launches (kg__fp4t_splits) */
+      const int64_t tiles = (g->m + v->tile_m - 1) / v->tile_m * ((g->n + v->tile_n - 1) / v->tile_n) * g->batch;
       const int splits = kg__fp4t_splits(tiles, g->k, sms);
       /* unsplit grids from 3/4 of the SMs, split ones (shorter blocks) from 2/3 (H200: 32 tiles x 3
       ** splits, 96 blocks, 4096x14336 at m = 256: 66 us against the skinny kernel's 90) */

@@ -283,8 +283,8 @@ static inline int kg__fp4t_splits(int64_t tiles, int64_t k, int sms) {
 #define KG__FP4T_TILES 2
 static inline int kg__fp4t_tile_m(int i) { return 256 >> i; }
 
-/* FP4 tensorop kernels: estimated time of an m x n x k problem on tiles of tm rows of A (one of
-** kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
+/* FP4 tensorop kernels: estimated time of `batch` m x n x k problems on tiles of tm rows of A (one
+** of kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
 ** counted) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus KG__FP4T_FIXED. Fitted
 ** to H200 kernel times, NVFP4 GEMM (bench/results 2026-12-02 fp4-tensorop-tile-m): 256 rows 37.2 us
 ** for 16 steps (4096 x 4096, m = 384), 57.4 for 32 (14336 x 4096, m = 256); 128 rows 20.8 for 11
@@ -292,8 +292,8 @@ static inline int kg__fp4t_tile_m(int i) { return 256 >> i; }
 ** where no twin with the other tile size is estimated faster. */
 #define KG__FP4T_STEP(tm) ((tm) == 256 ? 127 : 111)
 #define KG__FP4T_FIXED(tm) ((tm) == 256 ? 1680 : 860)
-static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int tm, int tn, int sms) {
-  const int64_t tiles = (m + tm - 1) / tm * ((n + tn - 1) / tn);
+static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms) {
+  const int64_t tiles = (m + tm - 1) / tm * ((n + tn - 1) / tn) * batch;
   const int64_t s = kg__fp4t_splits(tiles, k, sms), rounds = (tiles * s + sms - 1) / sms;
   const int64_t steps = ((k + 127) / 128 + s - 1) / s;
   return rounds * (steps * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm));

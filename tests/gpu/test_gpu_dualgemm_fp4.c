@@ -37,17 +37,17 @@
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
-** The tensorop variants (one problem, KG_MODE_GEMM) run the unbatched CASES and TC_CASES (m 257 .. 700 over
-** several 256-row tiles, the last partly filled; n cut inside a 64-column tile; ragged k), and
-** check_tensorop_dispatch (see there).
+** The tensorop variants run CASES and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
+** partly filled; n cut inside a 64-column tile; ragged k; batched with per-batch and shared A, W0,
+** W1), and check_tensorop_dispatch (see there).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 320 with or without a workspace
 ** and for m = 512 without one; with one the dequantize path where it applies, above path_m = 320),
 ** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
 ** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
-** NULL), without a workspace (select names the variant, or for one problem the tensorop variant of the key
-** where there is one: any_m_target) and with one of
+** NULL), without a workspace (select names the variant, or the tensorop variant of the key where there
+** is one: any_m_target) and with one of
 ** kg_dualgemm_fp4_workspace_size's bytes (NaN-poisoned, guarded: the path may write only inside it).
 ** On the GPU the size must be > 0 exactly for cases with C / D lds and batch strides multiples of 8
 ** that dispatch does not give to the FP4 tensorop kernel and whose op and stores kg_dualgemm has a
@@ -94,7 +94,7 @@ static int rint_in(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - l
 typedef struct dvar {
   const char *name;
   int max_m, path_m, format, bf, op, sd0, sd1, layout, a_fp4, layout_a;
-  int tensorop;   /* the tensorop kernel: one problem (KG_MODE_GEMM) only */
+  int tensorop;   /* the tensorop kernel */
 } dvar;
 
 static int parse_layout(const char *s, int *l) {
@@ -212,12 +212,16 @@ static const dcase PATH_CASES[] = {
 };
 #define NPATH ((int)(sizeof PATH_CASES / sizeof PATH_CASES[0]))
 
-/* The tensorop kernel beyond CASES (one problem each): several 256-row tiles of A, the last partly
-** filled; 64-column tiles whose W0 / W1 rows sit in either half of their 128-row scale group, the
-** last cut by n; ragged k (kv not a multiple of 4, a last K tile of zeros); exact tiles. */
+/* The tensorop kernel beyond CASES: several 256-row tiles of A, the last partly filled; 64-column
+** tiles whose W0 / W1 rows sit in either half of their 128-row scale group, the last cut by n; ragged
+** k (kv not a multiple of 4, a last K tile of zeros); exact tiles; batched over several row and
+** column tiles per batch with per-batch operands (own scale groups and global scales), a shared A
+** and W1, a shared W0 (one scale group), K split over a cluster (few tiles, long k). */
 static const dcase TC_CASES[] = {
   { 600, 200, 4096, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 257, 129, 600, 0, 0, CN_NONE, CN_FULL, 0, 1 },
   { 700, 1100, 512, 0, 0, CN_BIAS, CN_NONE, 1, 1 }, { 256, 64, 64, 0, 0, CN_NONE, CN_NONE, 1, 1 },
+  { 300, 130, 600, 3, 0, CN_FULL, CN_BIAS, 1, 0 },  { 520, 65, 544, 2, SH_A | SH_B1, CN_BIAS, CN_FULL, 1, 1 },
+  { 260, 300, 200, 4, SH_B0, CN_NONE, CN_FULL, 0, 1 }, { 270, 72, 4096, 2, 0, CN_FULL, CN_NONE, 1, 1 },
 };
 #define NTC_CASES ((int)(sizeof TC_CASES / sizeof TC_CASES[0]))
 
@@ -244,13 +248,13 @@ static int has_tensorop(const dvar *v) {
   return 0;
 }
 
-/* The variant dispatch runs for v's key on a GPU at m > 512: for one problem (not batched) the FP4
-** tensorop kernel (the weights decoded by its MMA warpgroups; never the dequantize path) where one is
-** compiled in for the key (W4A16 bf16, 128x4 scales, v's op and stores), else v. */
-static const char *any_m_target(const dvar *v, int batched) {
+/* The variant dispatch runs for v's key on a GPU at m > 512: the FP4 tensorop kernel (the weights
+** decoded by its MMA warpgroups; never the dequantize path) where one is compiled in for the key
+** (W4A16 bf16, 128x4 scales, v's op and stores), else v. */
+static const char *any_m_target(const dvar *v) {
   static const char *const OPS[] = { "swiglu", "geglu", "mul" };
   static char name[160];
-  if (BACKEND == KG_BACKEND_C || batched || v->a_fp4 || !v->bf || v->layout != KG_SF_SWIZZLED_128X4) return v->name;
+  if (BACKEND == KG_BACKEND_C || v->a_fp4 || !v->bf || v->layout != KG_SF_SWIZZLED_128X4) return v->name;
   snprintf(name, sizeof name, "%stensorop_%s_bf16_%s_%s%sd2_sf128x4", DPREFIX, v->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4",
            OPS[v->op], v->sd0 ? "d0" : "", v->sd1 ? "d1" : "");
   for (int i = 0; i < kg_variant_count(); i++)
@@ -402,7 +406,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     size_t ws = 1;
     const char *sel = NULL;
     const int gs_any = a.global_scale_b0 || a.global_scale_b1 || a.global_scale_a;
-    const char *target = any_m_target(v, c->batch != 0);
+    const char *target = any_m_target(v);
     const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) && !strstr(target, "_tensorop_") &&
                        (bf || (v->format == KG_FP4_NVFP4 && !gs_any));
     kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
@@ -602,8 +606,9 @@ static int run_dual_statuses(const dvar *v) {
 
 /* The dequantize path's contract for an any-M variant v, batched (3 batches: W0 and A per batch, W1
 ** shared; NVFP4 global scales per group; m = 520, above the small-M kernels; aligned C / D): the
-** workspace size (on a GPU where kg_dualgemm has the tensor-core variant: (3 + 1) * n * round8(k) * 2
-** bytes, + 3 * m * round8(k) * 2 for W4A4; else 0), explain's lines without and with the workspace (or
+** workspace size (on a GPU where kg_dualgemm has the tensor-core variant and dispatch does not give
+** the problem to the FP4 tensorop kernel: (3 + 1) * n * round8(k) * 2 bytes, + 3 * m * round8(k) * 2
+** for W4A4; else 0), explain's lines without and with the workspace (or
 ** why the path is not taken), a short workspace (in-kernel variant), v forced by name (never the
 ** path), the path forced by its name with a short workspace (KG_ERROR_WORKSPACE_TOO_SMALL; on the C
 ** backend KG_ERROR_NOT_SUPPORTED); nothing is written. */
@@ -634,7 +639,8 @@ static int run_dual_path_statuses(const dvar *v) {
   a.batch_stride_d0 = a.batch_stride_d1 = a.batch_stride_d2 = bsd;
   a.alpha0 = a.alpha1 = 1.0f;
   const int gpu = BACKEND != KG_BACKEND_C;
-  const int applies = gpu && has_tensorop(v) && (v->bf || (v->format == KG_FP4_NVFP4 && !a.global_scale_b0));
+  const int applies = gpu && has_tensorop(v) && (v->bf || (v->format == KG_FP4_NVFP4 && !a.global_scale_b0)) &&
+                      !strstr(any_m_target(v), "_tensorop_");
   const size_t want = applies ? (size_t)(((batch + 1) * n + (v->a_fp4 ? batch * m : 0)) * round8(k) * 2) : 0;
   int ok = 1;
   static char buf[16384];
@@ -732,10 +738,10 @@ static int has_tile(const dvar *v, int tm) {
 /* The tensorop kernels' dispatch rules (descriptor tile_m, fill_m and modes, kg_fp4.c): a variant is
 ** passed over for m <= half its tile, where a twin of the same key with another tile size is compiled
 ** in and estimated faster (kg__fp4t_cost), for m <= 512 where its 256 (128) x 64 tiles, times the K
-** splits it would launch, fill less than 3/4 of the SMs (2/3 split), for batched problems and for an
-** sf_b1 not 16-byte aligned (the mma kernel of the key runs); taken otherwise with a workspace size
-** of 0. Forced by name it takes any m and refuses the last two (KG_ERROR_NOT_SUPPORTED,
-** KG_ERROR_MISALIGNED_OPERAND). Each case names the tile that takes it on 132 SMs (the H200) where
+** splits it would launch, fill less than 3/4 of the SMs (2/3 split; the tiles of every batch
+** counted), and for an sf_b1 not 16-byte aligned (the mma kernel of the key runs); taken otherwise
+** with a workspace size of 0. Forced by name it takes any m and refuses the last
+** (KG_ERROR_MISALIGNED_OPERAND). Each case names the tile that takes it on 132 SMs (the H200) where
 ** the key has tiles of 256 and 128 rows (tile) and where it has 256 only (tile1); 0: none. */
 static int check_tensorop_dispatch(const dvar *v) {
   /* Forced: st is select's status. Passed over: explain says why (select's status then depends on
@@ -746,8 +752,11 @@ static int check_tensorop_dispatch(const dvar *v) {
     { 512, 128, 64, 0, 0, 0, 0, 0, KG_SUCCESS, NULL },         /* 4 (8) tiles: too few for the SMs */
     { 600, 128, 64, 0, 0, 0, 128, 256, KG_SUCCESS, NULL },     /* m > 512: one round either way */
     { 1, 128, 64, 0, 0, 1, -1, -1, KG_SUCCESS, NULL },
-    { 600, 128, 64, 2, 0, 0, 0, 0, KG_SUCCESS, "batched mode not supported" },
-    { 600, 128, 64, 2, 0, 1, 0, 0, KG_ERROR_NOT_SUPPORTED, NULL },
+    /* batched: 2 x 3 (5) tiles per batch; m 300: 8 (12) tiles for 2 batches, 160 (240) for 40 */
+    { 600, 128, 64, 2, 0, 0, 128, 256, KG_SUCCESS, NULL },
+    { 600, 128, 64, 2, 0, 1, -1, -1, KG_SUCCESS, NULL },
+    { 300, 128, 64, 2, 0, 0, 0, 0, KG_SUCCESS, NULL },
+    { 300, 128, 64, 40, 0, 0, 128, 256, KG_SUCCESS, NULL },
     { 600, 128, 64, 0, 4, 0, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
     { 600, 128, 64, 0, 4, 1, 0, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
     /* 96 tiles of 128 rows (64 of 256), unsplit at k 64: under 3/4 of the SMs; at k 4096 64 tiles of
@@ -985,7 +994,7 @@ int main(int argc, char **argv) {
       double worst = 0.0;
       int fails = 0, path_runs = 0;
       for (int c = 0; c < NCASES; c++) {
-        if ((v.max_m && CASES[c].m > v.max_m) || (v.tensorop && CASES[c].batch)) continue;
+        if (v.max_m && CASES[c].m > v.max_m) continue;
         if (run_dual(&v, &CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       }
       for (int c = 0; v.tensorop && c < NTC_CASES; c++)

@@ -58,12 +58,11 @@ describe("dualgemm_fp4 family", function()
     assert.are.same({ "kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_mul_d2_sf128x4",
                       "kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4" }, names(variants))
     assert.is_true(dualgemm_fp4.rank(variants[1]) > dualgemm_fp4.rank({ kernel = "skinny" }))
-    -- one warpgroup per weight: 128 weight rows per block are 64 output columns; no batched mode
+    -- one warpgroup per weight: 128 weight rows per block are 64 output columns; both modes
     local desc = table.concat(dualgemm_fp4.descriptor(variants[1], { backend_enum = "KG_BACKEND_CUDA", arch = "sm_90a" }), " ")
     assert.is_truthy(desc:find(".tile_m = 256 .tile_n = 64", 1, true), desc)
     assert.is_truthy(desc:find(".fill_m = 512", 1, true), desc)
-    assert.is_truthy(desc:find(".modes = KG_MODE_BIT(KG_MODE_GEMM) .dual_op", 1, true), desc)
-    assert.is_falsy(desc:find("KG_MODE_BATCHED", 1, true), desc)
+    assert.is_truthy(desc:find(".modes = KG_MODE_BIT(KG_MODE_GEMM) | KG_MODE_BIT(KG_MODE_BATCHED) .dual_op", 1, true), desc)
     variants, errors = expand_in("dualgemm_fp4",
       { backend = "cuda", kernel = "tensorop", dtype = "bf16", format = "nvfp4", sf_layout = "linear" })
     assert.are.equal(0, #variants)
