@@ -128,9 +128,10 @@ dualgemm_fp4 {
   op = "swiglu",
 }
 
--- CUDA, any M, bf16 W4A16 with 128x4 scales, one problem (no batches): the tensorop kernel (wgmma
--- with W0 and W1 decoded into its register operand, one warpgroup each; no workspace). Dispatch
--- tries it first and passes it over for small M, as for the GEMM.
+-- CUDA, any M, bf16 W4A16 with 128x4 scales, one problem or batched: the tensorop kernel (wgmma
+-- with W0 and W1 decoded into its register operand, one warpgroup each; no workspace), in tiles of
+-- 256 and 128 rows of A. Dispatch tries it first, passes it over for small M and picks the tile
+-- size, as for the GEMM.
 dualgemm_fp4 {
   backend = "cuda",
   kernel = "tensorop",
@@ -145,6 +146,7 @@ dualgemm_fp4 {
   dtype = "bf16",
   format = "nvfp4",
   op = "geglu",
+  tile_m = { 256, 128 },
 }
 dualgemm_fp4 {
   backend = "cuda",
@@ -153,4 +155,5 @@ dualgemm_fp4 {
   format = "nvfp4",
   op = "mul",
   store_d0 = true, store_d1 = true,
+  tile_m = { 256, 128 },
 }
