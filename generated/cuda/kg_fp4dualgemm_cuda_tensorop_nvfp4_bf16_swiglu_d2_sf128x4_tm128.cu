@@ -281,7 +281,7 @@ typedef struct fp4t_params {
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
   int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
-  int group;                                     /* launch order: row tiles of A per group (kernel) */
+  int group;                                     /* launch order: row tiles of A per group (see the kernel) */
   int col_tiles;             /* blocks of grid x per batch */
   int a_z, w_z[2];       /* 1: per-batch operand (batch stride != 0), 0: shared */
   int64_t sf_bs[2];      /* bytes from one scale group to the next */
@@ -545,7 +545,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_t
   p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0 && (batched ? args->batch_stride_d2 : 0) % 8 == 0;
   p.d2_bs = (batched ? args->batch_stride_d2 : 0);
   p.m = args->m; p.n = args->n; p.k = args->k;
-  const int64_t tiles = (args->n + 63) / 64 * ((args->m + 127) / 128) * batches;
+  const int64_t tiles = kg__fp4t_tiles(args->m, args->n, batches, 128, 64);
   p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
   /* Weights of more than 16 MiB per batch: launch order in groups of 16 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of

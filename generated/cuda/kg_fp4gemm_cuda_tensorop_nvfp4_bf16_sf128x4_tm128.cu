@@ -274,7 +274,7 @@ typedef struct fp4t_params {
   float alpha[1], beta[1];
   int64_t m, n, k, kv;
   int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
-  int group;                                     /* launch order: row tiles of A per group (kernel) */
+  int group;                                     /* launch order: row tiles of A per group (see the kernel) */
 } fp4t_params;
 /* tensor maps: A (bf16 [m, k]) and the weights (bytes [n, k/2]) */
 struct fp4t_maps { CUtensorMap a, w[1]; };
@@ -506,7 +506,7 @@ extern "C" kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_tm128(const kg_
   p.d_vec[0] = (uintptr_t)args->d % 16 == 0 && args->ldd % 8 == 0;
   p.alpha[0] = args->alpha; p.beta[0] = args->beta;
   p.m = args->m; p.n = args->n; p.k = args->k;
-  const int64_t tiles = (args->n + 127) / 128 * ((args->m + 127) / 128);
+  const int64_t tiles = kg__fp4t_tiles(args->m, args->n, 1, 128, 128);
   p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
   /* Weights of more than 16 MiB: launch order in groups of 16 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of

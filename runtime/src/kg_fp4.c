@@ -662,7 +662,7 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
         }
       }
       /* the blocks: tiles (of every batch) times the K splits the kernel launches (kg__fp4t_splits) */
-      const int64_t tiles = (g->m + v->tile_m - 1) / v->tile_m * ((g->n + v->tile_n - 1) / v->tile_n) * g->batch;
+      const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, v->tile_m, v->tile_n);
       const int splits = kg__fp4t_splits(tiles, g->k, sms);
       /* unsplit grids from 3/4 of the SMs, split ones (shorter blocks) from 2/3 (H200: 32 tiles x 3
       ** splits, 96 blocks, 4096x14336 at m = 256: 66 us against the skinny kernel's 90) */

@@ -283,6 +283,12 @@ static inline int kg__fp4t_splits(int64_t tiles, int64_t k, int sms) {
 #define KG__FP4T_TILES 2
 static inline int kg__fp4t_tile_m(int i) { return 256 >> i; }
 
+/* FP4 tensorop kernels: the tiles of tm rows of A x tn output columns of `batch` m x n problems
+** (the blocks of their grid before K splits). */
+static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm, int tn) {
+  return (m + tm - 1) / tm * ((n + tn - 1) / tn) * batch;
+}
+
 /* FP4 tensorop kernels: estimated time of `batch` m x n x k problems on tiles of tm rows of A (one
 ** of kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
 ** counted) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus KG__FP4T_FIXED. Fitted
@@ -293,7 +299,7 @@ static inline int kg__fp4t_tile_m(int i) { return 256 >> i; }
 #define KG__FP4T_STEP(tm) ((tm) == 256 ? 127 : 111)
 #define KG__FP4T_FIXED(tm) ((tm) == 256 ? 1680 : 860)
 static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms) {
-  const int64_t tiles = (m + tm - 1) / tm * ((n + tn - 1) / tn) * batch;
+  const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, tn);
   const int64_t s = kg__fp4t_splits(tiles, k, sms), rounds = (tiles * s + sms - 1) / sms;
   const int64_t steps = ((k + 127) / 128 + s - 1) / s;
   return rounds * (steps * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm));
