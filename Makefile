@@ -3,7 +3,8 @@
 #   make lib        build build/<backends>/libkg.a (C always; CUDA with nvcc; HIP with hipcc)
 #   make test       install what is missing, then every CPU-side check
 #   make check      the Check suites of the C runtime only (CK_RUN_SUITE=Name picks one)
-#   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua)
+#   make test-gpu   CUDA variants against the CPU reference (needs a GPU; no Lua;
+#                   KG_GPU_CHECK=memcheck: under compute-sanitizer)
 #   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
 #   make fuzz       argument fuzz of the public entry points under ASan and UBSan (C backend)
 #   make bench      kg vs cuBLAS on the GPU
