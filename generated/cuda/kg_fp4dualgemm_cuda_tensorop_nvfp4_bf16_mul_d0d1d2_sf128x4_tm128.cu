@@ -449,6 +449,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
     /* all of the group's MMAs done before the fragments are redefined (waiting a group later makes
     ** ptxas serialize every wgmma: C7513); the other warpgroup's MMAs cover the decoding */
     kg_wg_wait<0>();
+    /* every lane's reads of the stages' weights and scales ordered before lane 0 releases them */
+    __syncwarp();
     if (lane == 0)
 #pragma unroll
       for (int u = 0; u < 2; u++) kg_mbar_arrive(empty + rs + u);
