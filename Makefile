@@ -46,7 +46,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn build/demo build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
+.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn build/demo build/fp4_ffn build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
 all: lib
 
 deps:
@@ -97,11 +97,13 @@ $(B)/hip/%.o: generated/hip/%.hip runtime/src/kg_internal.h
 	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
 
 # ---- programs -------------------------------------------------------------
-build/demo: examples/demo.c $(B)/libkg.a
+build/demo build/fp4_ffn: build/%: examples/%.c $(B)/libkg.a
 	$(CC) $(KG_CFLAGS) $(DEFS) $(if $(filter 1,$(KG_CUDA)),-I$(CUDA_HOME)/include) $< $(B)/libkg.a $(LDLIBS) -o $@
 
-demo: build/demo
+# The examples: GEMM (demo.c) and the FP4 weight path of an FFN (fp4_ffn.c).
+demo: build/demo build/fp4_ffn
 	build/demo
+	build/fp4_ffn
 
 # Every tests/c/*.c: the suites check_main.c runs (ValidationTest, DispatchTest,
 # GemmTest, DualGemm, FP4Test, GemmFp4Test, and check_wave.c's
