@@ -92,6 +92,8 @@ return {
   end,
   restrict = "__restrict__",
   barrier = "__syncthreads()",
+  -- the 32 lanes of the warp meet; memory accesses before it are ordered before those after it
+  warp_barrier = "__syncwarp()",
   storage = { f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16" },
   to_f32 = { f32 = "%s", f16 = "__half2float(%s)", bf16 = "__bfloat162float(%s)" },
   from_f32 = { f32 = "%s", f16 = "__float2half_rn(%s)", bf16 = "__float2bfloat16_rn(%s)" },
