@@ -97,7 +97,8 @@ static inline int64_t kg_sf_off_8x4(int64_t rows, int64_t kv, int64_t g, int64_t
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-enum { MC = 64, NC = 256, KC = 256, BS = 16, NB = 2 };
+/* DM: the most rows of A that take the direct kernel (16-bit A) instead of the panels */
+enum { MC = 64, NC = 256, KC = 256, BS = 16, NB = 2, DM = 2 };
 
 /* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
 static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
@@ -130,21 +131,64 @@ static inline float kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_scale
   return kg_e4m3_dec(s);
 }
 
-/* Dequantizes FP4 rows r0 .. r0+rows-1, K range [pc, pc+kb), of the packed
-** matrix Q (ld bytes) with 128x4 scales SF (group g of `nrows` rows) into
-** dst[kk * dk + i * di] (the A panel: di = KC, dk = 1; a W panel: di = 1, dk = NC). */
+/* E2M1 code -> value (kg_e2m1_dec's values: -0 for code 8). */
+static const float kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                        -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
+
+/* Dequantizes FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple of KC),
+** of the packed matrix Q (ld bytes) with 128x4 scales SF (group g of `nrows` rows) into
+** dst[kk * dk + i * di] (the A panel: di = KC, dk = 1; a W panel: di = 1, dk = NC). The scales
+** of the range come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]);
+** the codes are then read in the order that writes dst contiguously (a W panel: a column of rows
+** at a time, each row's bytes reused from cache). */
 static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
-                                 int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, int di, int dk) {
+                                 int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, int di, int dk,
+                                 float *sc) {
+  enum { SB = KC / BS };
+  const int nbk = (kb + BS - 1) / BS;
+  for (int i = 0; i < rows; i++)
+    for (int b = 0; b < nbk; b++) sc[i * SB + b] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r0 + i, pc / BS + b)]);
+  if (di == 1) {
+    for (int kk = 0; kk < kb; kk++) {
+      const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
+      const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
+      float *d = dst + (int64_t)kk * dk;
+      for (int i = 0; i < rows; i++) d[i] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * SB + b];
+    }
+    return;
+  }
   for (int i = 0; i < rows; i++) {
-    const int64_t r = r0 + i;
-    const uint8_t *row = Q + r * ld;
-    float scale = 0.0f;
+    const uint8_t *row = Q + (r0 + i) * ld;
     for (int kk = 0; kk < kb; kk++) {
       const int64_t kx = pc + kk;
-      if (kk == 0 || kx % BS == 0) scale = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r, kx / BS)]);
-      const uint32_t code = ((uint32_t)row[kx >> 1] >> ((kx & 1) * 4)) & 15u;
-      dst[kk * dk + i * di] = kg_e2m1_dec(code) * scale;
+      dst[(int64_t)i * di + kk * dk] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_e2m1[(row[kx >> 1] >> ((kx & 1) * 4)) & 15u] * sc[i * SB + kk / BS];
     }
+  }
+}
+
+/* m <= DM: acc[i * NC + j] (i < mb, j < nb) = the sums over all k of af[i * k + kx] * w(jc + j, kx),
+** w = e2m1(code) * scale as the W panel holds it, added in kx order as the blocked kernel adds
+** them (the same f32 operations, so the same bits), with no panel: each weight byte is read once
+** from W, and eight columns at a time keep eight independent sums per row of A. */
+static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_direct(const float *af, int mb, int64_t k, int64_t kv, const uint8_t *W, int64_t ldw,
+                             const uint8_t *SF, int64_t n, int64_t g, int64_t jc, int nb, float *acc) {
+  for (int j0 = 0; j0 < nb; j0 += 8) {
+    const int nj = nb - j0 < 8 ? nb - j0 : 8;
+    float c[DM][8] = { { 0.0f } }, sc[8];
+    for (int64_t b = 0; b < kv; b++) {
+      for (int jj = 0; jj < nj; jj++) sc[jj] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_scale(SF[kg_sf_off_128x4(n, kv, g, jc + j0 + jj, b)]);
+      const int64_t k1 = (b + 1) * BS < k ? (b + 1) * BS : k;
+      for (int64_t kx = b * BS; kx < k1; kx++) {
+        const uint8_t *col = W + (jc + j0) * ldw + (kx >> 1);
+        const int sh = (int)(kx & 1) * 4;
+        for (int jj = 0; jj < nj; jj++) {
+          const float w = kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_e2m1[(col[jj * ldw] >> sh) & 15u] * sc[jj];
+          for (int i = 0; i < mb; i++) c[i][jj] += af[i * k + kx] * w;
+        }
+      }
+    }
+    for (int i = 0; i < mb; i++)
+      for (int jj = 0; jj < nj; jj++) acc[i * NC + j0 + jj] = c[i][jj];
   }
 }
 
@@ -152,13 +196,18 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(con
   (void)exec;
   const int64_t m = args->m, n = args->n, k = args->k, kv = (k + BS - 1) / BS;
   const int64_t batches = args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
-  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC)));
+  /* the A panel, per product its W panel and sums, then the packers' scales */
+  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS)));
   if (!ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   float *bp[NB], *acc[NB];
   for (int b = 0; b < NB; b++) {
     bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
     acc[b] = bp[b] + KC * NC;
   }
+  float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+  /* m <= DM: A in f32, the direct kernel's operand */
+  float *af = m <= DM ? (float *)malloc(sizeof(float) * (size_t)(m * k > 0 ? m * k : 1)) : NULL;
+  if (m <= DM && !af) { free(ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint16_t *A = (const uint16_t *)args->a + zb * args->batch_stride_a;
     const float post_a = 1.0f;
@@ -173,20 +222,27 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(con
     const uint16_t *C1 = args->beta1 != 0.0f ? (const uint16_t *)args->c1 + zb * args->batch_stride_c1 : NULL;
     uint16_t *D1 = (uint16_t *)args->d1 + zb * args->batch_stride_d1;
     uint16_t *D2 = (uint16_t *)args->d2 + zb * args->batch_stride_d2;
+    if (af)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t kx = 0; kx < k; kx++) af[i * k + kx] = kg_bf16_to_f32(A[i * args->lda + kx]);
     for (int64_t jc = 0; jc < n; jc += NC) {
       int nb = (int)(n - jc < NC ? n - jc : NC);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        for (int64_t pc = 0; pc < k; pc += KC) {
+        if (af) {
+          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_direct(af, mb, k, kv, W0, args->ldb0, SF0, n, g0, jc, nb, acc[0]);
+          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_direct(af, mb, k, kv, W1, args->ldb1, SF1, n, g1, jc, nb, acc[1]);
+        }
+        for (int64_t pc = 0; pc < k && !af; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
           for (int i = 0; i < mb; i++)
             for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
           /* dequantize B0[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], 1, NC);
+          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], 1, NC, sc);
           kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_block(ap, bp[0], acc[0], mb, nb, kb);
           /* dequantize B1[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], 1, NC);
+          kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], 1, NC, sc);
           kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_block(ap, bp[1], acc[1], mb, nb, kb);
         }
         for (int i = 0; i < mb; i++)
@@ -206,5 +262,6 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_dequant_w(con
     }
   }
   free(ap);
+  free(af);
   return KG_SUCCESS;
 }

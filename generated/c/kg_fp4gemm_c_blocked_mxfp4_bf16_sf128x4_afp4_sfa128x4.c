@@ -93,7 +93,8 @@ static inline int64_t kg_sf_off_8x4(int64_t rows, int64_t kv, int64_t g, int64_t
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 1 };
+/* DM: the most rows of A that take the direct kernel (16-bit A) instead of the panels */
+enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 1, DM = 2 };
 
 /* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
 static void kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
@@ -126,20 +127,37 @@ static inline float kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_scale(
   return s == 255u ? kg_e4m3_dec(0x7fu) : kg_fp4_exp2i((int)s - 127);
 }
 
-/* Dequantizes FP4 rows r0 .. r0+rows-1, K range [pc, pc+kb), of the packed
-** matrix Q (ld bytes) with 128x4 scales SF (group g of `nrows` rows) into
-** dst[kk * dk + i * di] (the A panel: di = KC, dk = 1; a W panel: di = 1, dk = NC). */
+/* E2M1 code -> value (kg_e2m1_dec's values: -0 for code 8). */
+static const float kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                        -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
+
+/* Dequantizes FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple of KC),
+** of the packed matrix Q (ld bytes) with 128x4 scales SF (group g of `nrows` rows) into
+** dst[kk * dk + i * di] (the A panel: di = KC, dk = 1; a W panel: di = 1, dk = NC). The scales
+** of the range come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]);
+** the codes are then read in the order that writes dst contiguously (a W panel: a column of rows
+** at a time, each row's bytes reused from cache). */
 static void kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
-                                 int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, int di, int dk) {
+                                 int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, int di, int dk,
+                                 float *sc) {
+  enum { SB = KC / BS };
+  const int nbk = (kb + BS - 1) / BS;
+  for (int i = 0; i < rows; i++)
+    for (int b = 0; b < nbk; b++) sc[i * SB + b] = kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r0 + i, pc / BS + b)]);
+  if (di == 1) {
+    for (int kk = 0; kk < kb; kk++) {
+      const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
+      const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
+      float *d = dst + (int64_t)kk * dk;
+      for (int i = 0; i < rows; i++) d[i] = kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * SB + b];
+    }
+    return;
+  }
   for (int i = 0; i < rows; i++) {
-    const int64_t r = r0 + i;
-    const uint8_t *row = Q + r * ld;
-    float scale = 0.0f;
+    const uint8_t *row = Q + (r0 + i) * ld;
     for (int kk = 0; kk < kb; kk++) {
       const int64_t kx = pc + kk;
-      if (kk == 0 || kx % BS == 0) scale = kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r, kx / BS)]);
-      const uint32_t code = ((uint32_t)row[kx >> 1] >> ((kx & 1) * 4)) & 15u;
-      dst[kk * dk + i * di] = kg_e2m1_dec(code) * scale;
+      dst[(int64_t)i * di + kk * dk] = kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_e2m1[(row[kx >> 1] >> ((kx & 1) * 4)) & 15u] * sc[i * SB + kk / BS];
     }
   }
 }
@@ -148,13 +166,15 @@ static void kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(cons
   (void)exec;
   const int64_t m = args->m, n = args->n, k = args->k, kv = (k + BS - 1) / BS;
   const int64_t batches = 1;
-  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC)));
+  /* the A panel, per product its W panel and sums, then the packers' scales */
+  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS)));
   if (!ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   float *bp[NB], *acc[NB];
   for (int b = 0; b < NB; b++) {
     bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
     acc[b] = bp[b] + KC * NC;
   }
+  float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint8_t *A = (const uint8_t *)args->a, *SFA = (const uint8_t *)args->sf_a;
     const int64_t ga = 0;
@@ -169,11 +189,11 @@ static void kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(cons
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        for (int64_t pc = 0; pc < k; pc += KC) {
+        for (int64_t pc = 0; pc < k && 1; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
-          kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(A, args->lda, SFA, m, kv, ga, ic, mb, pc, kb, ap, KC, 1);
+          kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(A, args->lda, SFA, m, kv, ga, ic, mb, pc, kb, ap, KC, 1, sc);
           /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], 1, NC);
+          kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_dequant_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], 1, NC, sc);
           kg_fp4gemm_c_blocked_mxfp4_bf16_sf128x4_afp4_sfa128x4_block(ap, bp[0], acc[0], mb, nb, kb);
         }
         for (int i = 0; i < mb; i++)
