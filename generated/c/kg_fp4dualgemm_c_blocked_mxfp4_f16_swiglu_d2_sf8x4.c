@@ -232,7 +232,8 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_f16_swiglu_d2_sf8x4_direct(const floa
           kg_fp4dualgemm_c_blocked_mxfp4_f16_swiglu_d2_sf8x4_direct(af, mb, k, kv, W0, args->ldb0, SF0, n, g0, jc, nb, acc[0]);
           kg_fp4dualgemm_c_blocked_mxfp4_f16_swiglu_d2_sf8x4_direct(af, mb, k, kv, W1, args->ldb1, SF1, n, g1, jc, nb, acc[1]);
         }
-        for (int64_t pc = 0; pc < k && !af; pc += KC) {
+        const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
+        for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
           for (int i = 0; i < mb; i++)
             for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * args->lda + pc + kk]);

@@ -189,7 +189,8 @@ static void kg_fp4gemm_c_blocked_nvfp4_f16_sf128x4_afp4_sfa128x4_dequant_w(const
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        for (int64_t pc = 0; pc < k && 1; pc += KC) {
+        const int64_t kp = k;
+        for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
           kg_fp4gemm_c_blocked_nvfp4_f16_sf128x4_afp4_sfa128x4_dequant_w(A, args->lda, SFA, m, kv, ga, ic, mb, pc, kb, ap, KC, 1, sc);
           /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */

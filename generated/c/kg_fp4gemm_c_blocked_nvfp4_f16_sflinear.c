@@ -223,7 +223,8 @@ static void kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_direct(const float *af, int 
         if (af) {
           kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_direct(af, mb, k, kv, W0, args->ldb, SF0, n, g0, jc, nb, acc[0]);
         }
-        for (int64_t pc = 0; pc < k && !af; pc += KC) {
+        const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
+        for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
           for (int i = 0; i < mb; i++)
             for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * args->lda + pc + kk]);
