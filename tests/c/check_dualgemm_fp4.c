@@ -94,6 +94,7 @@ static const fcase CASES[] = {
   { "5x9x546 x3 batched", 5, 9, 546, 3, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.25f, 0.75f, 1.0f },
   { "9x20x96 x4 shared A, W1", 9, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 1.5f, 0.0f, 1.0f, 0.5f },
   { "2x33x64 x2 shared W0", 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f },
+  { "1x300x200 x2 batched", 1, 300, 200, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.25f, 0.0f },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

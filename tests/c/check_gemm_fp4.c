@@ -148,6 +148,7 @@ static const shape SHAPES[] = {
   { 17, 130, 200, 1, 1, 1 },  /* kv 13 / 7: not multiples of 4; bias row */
   { 70, 300, 64, 1, 0, 1 },   /* more than one M and N block */
   { 2, 9, 546, 0, 0, 1 },     /* more than two K blocks, ragged */
+  { 1, 300, 200, 1, 0, 1 },   /* m <= 2 (the C backend's direct kernel) over two N panels */
 };
 
 START_TEST(test_every_c_variant) {
