@@ -135,34 +135,19 @@ static inline float kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_scale(ui
 static const float kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
 
-/* Dequantizes FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple of KC),
-** of the packed matrix Q (ld bytes) with 8x4 scales SF (group g of `nrows` rows) into
-** dst[kk * dk + i * di] (the A panel: di = KC, dk = 1; a W panel: di = 1, dk = NC). The scales
-** of the range come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]);
-** the codes are then read in the order that writes dst contiguously (a W panel: a column of rows
-** at a time, each row's bytes reused from cache). */
-static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_dequant_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
-                                 int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, int di, int dk,
-                                 float *sc) {
-  enum { SB = KC / BS };
-  const int nbk = (kb + BS - 1) / BS;
+/* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
+** of KC), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The range's
+** scales come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]).
+** W panel (8x4 scales): dst[kk * NC + i], written a column of rows at a time (each
+** row's bytes reused from cache). */
+static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_pack_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
+                             int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
-    for (int b = 0; b < nbk; b++) sc[i * SB + b] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_scale(SF[kg_sf_off_8x4(nrows, kv, g, r0 + i, pc / BS + b)]);
-  if (di == 1) {
-    for (int kk = 0; kk < kb; kk++) {
-      const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
-      const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
-      float *d = dst + (int64_t)kk * dk;
-      for (int i = 0; i < rows; i++) d[i] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * SB + b];
-    }
-    return;
-  }
-  for (int i = 0; i < rows; i++) {
-    const uint8_t *row = Q + (r0 + i) * ld;
-    for (int kk = 0; kk < kb; kk++) {
-      const int64_t kx = pc + kk;
-      dst[(int64_t)i * di + kk * dk] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_e2m1[(row[kx >> 1] >> ((kx & 1) * 4)) & 15u] * sc[i * SB + kk / BS];
-    }
+    for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[i * (KC / BS) + b] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_scale(SF[kg_sf_off_8x4(nrows, kv, g, r0 + i, pc / BS + b)]);
+  for (int kk = 0; kk < kb; kk++) {
+    const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
+    const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
+    for (int i = 0; i < rows; i++) dst[kk * NC + i] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * (KC / BS) + b];
   }
 }
 
@@ -238,10 +223,10 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_direct(const flo
           for (int i = 0; i < mb; i++)
             for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
           /* dequantize B0[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_dequant_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], 1, NC, sc);
+          kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_pack_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_block(ap, bp[0], acc[0], mb, nb, kb);
           /* dequantize B1[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_dequant_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], 1, NC, sc);
+          kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_pack_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], sc);
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf8x4_block(ap, bp[1], acc[1], mb, nb, kb);
         }
         for (int i = 0; i < mb; i++)
