@@ -11,7 +11,10 @@
 ** then swap element scales. The (row, step) items of a group (padded rows
 ** and columns included) are split evenly over the warps of one resident
 ** wave of 256-thread blocks (x; groups on y); a warp streams its items in
-** row-major order, loading each item while encoding the previous one.
+** row-major order, loading 2 items ahead of the one it encodes (registers
+** for 3 blocks per SM; H200, NVFP4 bf16 128x4, 16384 x 7168: 99.3 us against
+** 104.7 one item ahead at 4 blocks per SM, 102.9 three ahead, 107.7 four ahead
+** at 2 blocks per SM).
 ** Chunks past k read as zeros, so padding gets scale 0 from the same code.
 ** Loads are 16-byte where x, ldx and the batch stride are 16-byte aligned
 ** and the chunk is inside the row, else 16-bit (zeros past k); stores are
@@ -203,6 +206,16 @@ typedef struct fp4q_params {
   int xvec, qvec;               /* 16-byte x loads, 4-byte q stores allowed */
 } fp4q_params;
 
+/* The loader's next item: step sl + 1 of row ml, or step 0 of the next row (xr, kr follow). */
+[[maybe_unused]] static __device__ __forceinline__ void kg_fp4q_next(int64_t &ml, int64_t &sl, const uint16_t *&xr, int64_t &kr, const fp4q_params &p) {
+  if (++sl == p.steps) {
+    sl = 0;
+    ml++;
+    xr += p.ldx;
+    kr = ml < p.rows ? p.k : 0;
+  }
+}
+
 /* Chunks s * 128 + lane and s * 128 + 64 + lane of row xr (kr elements of
 ** data: k, or 0 past the rows) into w[0], w[1]; zeros past kr. */
 [[maybe_unused]] static __device__ __forceinline__ void kg_fp4q_load(uint32_t w[2][4], const uint16_t *xr, int64_t kr, int64_t s, int lane, int xvec) {
@@ -234,24 +247,23 @@ __global__ void __launch_bounds__(256) kg_fp4_hip_quantize_mxfp4_f16_sflinear_ru
     if (i0 >= i1) continue;
     const uint16_t *xg = p.x + g * p.bsx;
     uint8_t *qg = p.q + g * p.bsq;
-    /* loader: item (ml, sl); each item's chunks are loaded one item ahead */
+    /* loader: item (ml, sl), 2 ahead of the one encoded: buf[0] holds item i, buf[j] item i + j */
     int64_t ml = i0 / p.steps, sl = i0 - ml * p.steps;
     const uint16_t *xr = xg + ml * p.ldx;
     int64_t kr = ml < p.rows ? p.k : 0;
-    uint32_t cur[2][4], nxt[2][4];
-    kg_fp4q_load(cur, xr, kr, sl, lane, p.xvec);
-    /* processor: row state of the item being encoded */
-    int64_t mp = -1, sfr = 0, kp = 0;
+    uint32_t buf[3][2][4];
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+      if (i0 + j < i1) kg_fp4q_load(buf[j], xr, kr, sl, lane, p.xvec);
+      kg_fp4q_next(ml, sl, xr, kr, p);
+    }
+    /* processor: item (m, s) and its row's state */
+    int64_t m = i0 / p.steps, s = i0 - m * p.steps, mp = -1, sfr = 0, kp = 0;
     uint8_t *qr = qg;
     for (int64_t i = i0; i < i1; i++) {
-      const int64_t m = ml, s = sl;
-      if (++sl == p.steps) {
-        sl = 0;
-        ml++;
-        xr += p.ldx;
-        kr = ml < p.rows ? p.k : 0;
-      }
-      if (i + 1 < i1) kg_fp4q_load(nxt, xr, kr, sl, lane, p.xvec);
+      if (i + 2 < i1) kg_fp4q_load(buf[2], xr, kr, sl, lane, p.xvec);
+      kg_fp4q_next(ml, sl, xr, kr, p);
+      uint32_t (&cur)[2][4] = buf[0];
       if (m != mp) {
         mp = m;
         qr = qg + m * p.ldq;
@@ -309,9 +321,12 @@ __global__ void __launch_bounds__(256) kg_fp4_hip_quantize_mxfp4_f16_sflinear_ru
         p.sf[sfr + kb] = (uint8_t)sc;
       }
 #pragma unroll
-      for (int h = 0; h < 2; h++)
+      for (int j = 0; j < 2; j++)
 #pragma unroll
-        for (int t = 0; t < 4; t++) cur[h][t] = nxt[h][t];
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+          for (int t = 0; t < 4; t++) buf[j][h][t] = buf[j + 1][h][t];
+      if (++s == p.steps) { s = 0; m++; }
     }
   }
 }
