@@ -246,8 +246,10 @@ __global__ void __launch_bounds__(256, 3) kg_fp4_cuda_quantize_mxfp4_bf16_sf8x4_
     if (i0 >= i1) continue;
     const uint16_t *xg = p.x + g * p.bsx;
     uint8_t *qg = p.q + g * p.bsq;
+    /* processor: item (m, s) and its row's state */
+    int64_t m = i0 / p.steps, s = i0 - m * p.steps, mp = -1, sfr = 0, kp = 0;
     /* loader: item (ml, sl), 2 ahead of the one encoded: buf[0] holds item i, buf[j] item i + j */
-    int64_t ml = i0 / p.steps, sl = i0 - ml * p.steps;
+    int64_t ml = m, sl = s;
     const uint16_t *xr = xg + ml * p.ldx;
     int64_t kr = ml < p.rows ? p.k : 0;
     uint32_t buf[3][2][4];
@@ -256,8 +258,6 @@ __global__ void __launch_bounds__(256, 3) kg_fp4_cuda_quantize_mxfp4_bf16_sf8x4_
       if (i0 + j < i1) kg_fp4q_load(buf[j], xr, kr, sl, lane, p.xvec);
       kg_fp4q_next(ml, sl, xr, kr, p);
     }
-    /* processor: item (m, s) and its row's state */
-    int64_t m = i0 / p.steps, s = i0 - m * p.steps, mp = -1, sfr = 0, kp = 0;
     uint8_t *qr = qg;
     for (int64_t i = i0; i < i1; i++) {
       if (i + 2 < i1) kg_fp4q_load(buf[2], xr, kr, sl, lane, p.xvec);
