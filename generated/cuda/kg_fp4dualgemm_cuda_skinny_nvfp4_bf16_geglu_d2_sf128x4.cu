@@ -15,6 +15,8 @@
 ** the same 16 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
+** For m <= 8 the products go to separate warps (XS: a K range is NB warps, warp w taking
+** product w % NB alone), which the same shared-memory sums bring together.
 ** In each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4) takes the 16 bytes of
 ** k = 32t .. 32t + 31 of weight rows g and g + 8 of each tile (16-byte loads kept out
 ** of L1, no L2 fill size hint: measured faster;
@@ -296,8 +298,16 @@ static __device__ __forceinline__ uint4 fp4s_lda(const void *p) { return *reinte
 
 /* The weights of one chunk for one lane: per product i and weight row r = 2 * tile + h
 ** (rows g + 8h of the tile), 16 bytes and their scale bytes (NVFP4: block kb in bits 0..7,
-** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). */
-template <int RT> struct fp4s_chunk { uint4 w[NB][2 * RT]; uint32_t s[NB][2 * RT]; };
+** kb + 1 in 8..15; dead blocks 0: they only meet zero weights). NW: the products the warp
+** carries (NB, or 1 where the products' warps are split: XS). */
+template <int RT, int NW> struct fp4s_chunk { uint4 w[NW][2 * RT]; uint32_t s[NW][2 * RT]; };
+/* a[i] by selects (a runtime index into the kernel's parameters would copy them to local memory) */
+template <typename T> static __device__ __forceinline__ T fp4s_pick(const T (&a)[NB], int i) {
+  T r = a[0];
+#pragma unroll
+  for (int j = 1; j < NB; j++) r = i == j ? a[j] : r;
+  return r;
+}
 /* A compile-time FAST argument of _chunk, passed to the K loop as a value. */
 template <int V> struct fp4s_mode { static constexpr int value = V; };
 
@@ -318,13 +328,13 @@ static __device__ __forceinline__ void fp4s_bfrag(uint32_t (&b)[8][2], const uin
 ** given the chunk's weights `c` and the B fragments b[mt] of A's rows (fp4s_bfrag); WG: the
 ** warpgroup's MMAs on the chunk of A staged at descriptor db (RT = 1; b unused), committed as
 ** one group. */
-template <int MT, int RT, int WG, int FAST>
-static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk(float (&acc)[NB][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT> &c,
+template <int MT, int RT, int WG, int FAST, int NW>
+static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk(float (&acc)[NW][RT][MT < 2 ? 2 : MT][ACC], const fp4s_chunk<RT, NW> &c,
                                                    const uint32_t (&b)[2][8][2], const uint32_t *sfmul, uint64_t db) {
   static_assert(!WG || (RT == 1 && (MT == 4 || MT == 8)), "a warp of a warpgroup takes one 16-row weight tile; MT 4, 8");
-  uint32_t mul[NB][2 * RT][2];
+  uint32_t mul[NW][2 * RT][2];
 #pragma unroll
-  for (int i = 0; i < NB; i++)
+  for (int i = 0; i < NW; i++)
 #pragma unroll
     for (int r = 0; r < 2 * RT; r++) {
       mul[i][r][0] = sfmul[c.s[i][r] & 0xffu];
@@ -339,12 +349,12 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
     /* steps s0 .. s0 + WG_GROUP - 1: their fragments, one register fence, their MMAs */
 #pragma unroll
     for (int s0 = 0; s0 < 8; s0 += WG_GROUP) {
-      uint32_t a[WG_GROUP][NB][4];
+      uint32_t a[WG_GROUP][NW][4];
 #pragma unroll
       for (int u = 0; u < WG_GROUP; u++) {
         const int q = (s0 + u) >> 1, h = (s0 + u) & 1;
 #pragma unroll
-        for (int i = 0; i < NB; i++) {
+        for (int i = 0; i < NW; i++) {
           a[u][i][0] = deq(i, 0, q, 2 * h), a[u][i][1] = deq(i, 1, q, 2 * h);
           a[u][i][2] = deq(i, 0, q, 2 * h + 1), a[u][i][3] = deq(i, 1, q, 2 * h + 1);
         }
@@ -356,7 +366,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
         const int s = s0 + u;
         const uint64_t ds = db + (uint64_t)((((s >> 2) * (8 * MT * 128)) + (s & 3) * 32) >> 4);
 #pragma unroll
-        for (int i = 0; i < NB; i++) {
+        for (int i = 0; i < NW; i++) {
           if constexpr (MT == 4) kg_fp4s_wgmma32(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
           else if constexpr (MT == 8) kg_fp4s_wgmma64(acc[i][0], a[u][i][0], a[u][i][1], a[u][i][2], a[u][i][3], ds);
         }
@@ -368,7 +378,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
     for (int s = 0; s < 8; s++) {   /* MMA s: word q = s / 2, nibble pairs (2h, 2h + 4), (2h + 1, 2h + 5), h = s % 2 */
       const int q = s >> 1, h = s & 1;
 #pragma unroll
-      for (int i = 0; i < NB; i++)
+      for (int i = 0; i < NW; i++)
 #pragma unroll
         for (int rt = 0; rt < RT; rt++) {
           /* a0, a1: rows g, g + 8 of tile rt at pair 2h; a2, a3: at pair 2h + 1 */
@@ -409,14 +419,19 @@ static __device__ __forceinline__ void fp4s_stage(unsigned char *buf, int n, int
 ** a group takes weight rows 16 (w % (4 WG)) .. of the block's WG x WG_ROWS; the group's chunk
 ** of A is staged in shared memory, read by wgmma as B: WG = 2 shares it between two warpgroups,
 ** and so halves A's staging per weight row). */
-template <int MT, int RT, int PR, int SF16, int WG>
+template <int MT, int RT, int PR, int SF16, int WG, int XS>
 static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_body(const fp4s_params &p, int64_t n0, int64_t m0) {
   /* Dynamic shared memory: the owners' sums over their K ranges, [ks][NB][RTB][MT][ACC][WS]
   ** floats; WG: first each group's WG_BUFS staging buffers (1024-aligned), which the sums reuse. */
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t sfmul[256];   /* scale byte -> bf16x2 multiplier (filled after the first loads) */
   const int lane = (int)threadIdx.x % WS, ks = p.ksplit, warp = (int)threadIdx.x / WS;
-  const int kw = WG ? warp >> (WG + 1) : warp;  /* owner of a K range: a warp, or WG (1, 2) warpgroups */
+  /* XS: the block's warps split the products, warp w taking product w % NB alone (half the
+  ** registers of a warp that carries both); the shared-memory sums bring them together */
+  static_assert(!XS || (!WG && NB > 1), "XS: the mma.sync kernels of several products");
+  constexpr int NW = XS ? 1 : NB;   /* products the warp carries */
+  const int pw = XS ? warp % NB : 0;   /* the first of them */
+  const int kw = WG ? warp >> (WG + 1) : XS ? warp / NB : warp;  /* owner of a K range: a warp (XS: NB warps), or WG (1, 2) warpgroups */
   const int wl = WG ? warp & (4 * WG - 1) : 0;  /* WG: the warp's 16-row tile of the block's rows */
   constexpr int RTB = WG ? WG * WG_ROWS / 16 : RT;   /* 16-row tiles per block */
   const int gl = lane >> 2, tl = lane & 3;
@@ -461,26 +476,27 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
   ** chunk: 1024 bytes), and the lane's kb is even, so kb + 1 is the next byte. */
   const int64_t sf_lane = kg_sf_off_128x4(p.n, p.kv, 0, 0, c_beg * (KC / 16) + 2 * tl);
   constexpr bool SF1 = MT >= 2;
-  const uint8_t *wrow[NB][2 * RT], *sfrow[NB][SF1 ? 1 : 2 * RT];
+  const uint8_t *wrow[NW][2 * RT], *sfrow[NW][SF1 ? 1 : 2 * RT];   /* of product pw + i */
   int64_t g[NB];
 #pragma unroll
-  for (int i = 0; i < NB; i++) {
-    g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
+  for (int i = 0; i < NB; i++) g[i] = p.w_bs[i] != 0 ? z : 0;   /* scale group */
+#pragma unroll
+  for (int i = 0; i < NW; i++) {
+    const uint8_t *w = fp4s_pick(p.w, pw + i) + z * fp4s_pick(p.w_bs, pw + i), *sf = fp4s_pick(p.sf, pw + i);
+    const int64_t ldw = fp4s_pick(p.ldw, pw + i), gi = fp4s_pick(g, pw + i);
 #pragma unroll
     for (int r = 0; r < 2 * RT; r++) {
       const int64_t row = nw + 16 * (r >> 1) + gl + 8 * (r & 1), rc = row < p.n ? row : p.n - 1;
-      wrow[i][r] = p.w[i] + z * p.w_bs[i] + rc * p.ldw[i] + 16 * tl + c_beg * (KC / 2);
-      if (!SF1) sfrow[i][SF1 ? 0 : r] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], rc, 0) + sf_lane;
+      wrow[i][r] = w + rc * ldw + 16 * tl + c_beg * (KC / 2);
+      if (!SF1) sfrow[i][SF1 ? 0 : r] = sf + kg_sf_off_128x4(p.n, p.kv, gi, rc, 0) + sf_lane;
     }
+    /* SF1: rows past n read their scales in the layout's row padding (never stored) */
+    if (SF1) sfrow[i][0] = sf + kg_sf_off_128x4(p.n, p.kv, gi, nw + gl, 0) + sf_lane;
   }
-  /* SF1: rows past n read their scales in the layout's row padding (never stored) */
-#pragma unroll
-  for (int i = 0; i < NB; i++)
-    if (SF1) sfrow[i][0] = p.sf[i] + kg_sf_off_128x4(p.n, p.kv, g[i], nw + gl, 0) + sf_lane;
   constexpr int MTA = MT < 2 ? 2 : MT;
-  float acc[NB][RT][MTA][ACC];
+  float acc[NW][RT][MTA][ACC];
 #pragma unroll
-  for (int i = 0; i < NB; i++)
+  for (int i = 0; i < NW; i++)
 #pragma unroll
     for (int rt = 0; rt < RT; rt++)
 #pragma unroll
@@ -491,9 +507,9 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
   /* Ring of PR slots: chunk c + j (c = c_beg + PR x) lives in slot j; once multiplied, the
   ** slot loads chunk c + j + PR (when whole), so PR chunks stay in flight. The pointers move
   ** PR chunks per step: the loads take constant offsets. */
-  fp4s_chunk<RT> ring[PR];
+  fp4s_chunk<RT, NW> ring[PR];
 #define FP4S_LOAD(slot, j) do {                                                             \
-    _Pragma("unroll") for (int i = 0; i < NB; i++)                                          \
+    _Pragma("unroll") for (int i = 0; i < NW; i++)                                          \
     _Pragma("unroll") for (int r = 0; r < 2 * RT; r++) {                                    \
       (slot).w[i][r] = kg_ld_once((const uint4 *)(wrow[i][r] + (j) * (KC / 2)));                              \
       const uint8_t *s_ = (sfrow[i][SF1 ? 0 : r] + (SF1 ? (r) * 128 : 0)) + (j) * 1024;                                         \
@@ -544,7 +560,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
             }
           }
           asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");   /* the group's chunk of A staged */
-          kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, FAST>(acc, ring[j], b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
+          kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, FAST, NW>(acc, ring[j], b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
           if (c + j + PR < live) FP4S_LOAD(ring[j], j + PR);
           kg_wg_wait<0>();   /* (waiting one group later was no faster and made ptxas serialize the MMAs) */
           sb = sb == WG_BUFS - 1 ? 0 : sb + 1;
@@ -556,7 +572,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
             for (int q = 0; q < 4; q++) av[q] = fp4s_lda(arow[mt] + j * KC + 8 * q);
             fp4s_bfrag(b[mt], av);
           }
-          kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, FAST>(acc, ring[j], b, sfmul, 0);
+          kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, FAST, NW>(acc, ring[j], b, sfmul, 0);
           if constexpr (MT == 1) {
             /* m <= 8: slots j - 1 and j reload together, each weight row's 128 contiguous bytes
             ** requested at once (H200: faster at m <= 8, slower at m 9..16) */
@@ -568,7 +584,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
         }
       }
 #pragma unroll
-      for (int i = 0; i < NB; i++) {
+      for (int i = 0; i < NW; i++) {
 #pragma unroll
         for (int r = 0; r < (SF1 ? 1 : 2 * RT); r++) sfrow[i][r] += PR * 1024;
 #pragma unroll
@@ -587,10 +603,10 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
     ** past k; it is chunk live - c from where the pointers are */
     const int64_t kk = whole * KC + 32 * tl, ct = live - c;
     const int nk = p.k - kk <= 0 ? 0 : p.k - kk >= 32 ? 32 : (int)(p.k - kk);   /* live k of the lane */
-    fp4s_chunk<RT> t;
+    fp4s_chunk<RT, NW> t;
     const int64_t so = ct * 1024;
 #pragma unroll
-    for (int i = 0; i < NB; i++)
+    for (int i = 0; i < NW; i++)
 #pragma unroll
       for (int r = 0; r < 2 * RT; r++) {
         uint32_t wb[4] = { 0u, 0u, 0u, 0u };
@@ -616,7 +632,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
       }
       kg_wg_smem_fence();
       asm volatile("bar.sync %0, %1;" :: "r"(1 + kw), "r"(OT) : "memory");
-      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, 1>(acc, t, b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
+      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, 1, NW>(acc, t, b, sfmul, wdesc + (uint64_t)((sb * SB) >> 4));
       kg_wg_wait<0>();   /* here, not after the branch: ptxas then keeps the MMAs pipelined */
     } else {
 #pragma unroll
@@ -632,7 +648,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
         for (int q = 0; q < 4; q++) av[q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
         fp4s_bfrag(b[mt], av);
       }
-      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, 1>(acc, t, b, sfmul, 0);
+      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_chunk<MT, RT, WG, 1, NW>(acc, t, b, sfmul, 0);
     }
   }
   if constexpr (WG) kg_wg_wait<0>();
@@ -655,7 +671,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
   };
   /* value (rt, mt, e) of a lane l is row 8mt + (((l & 3) << 1) + (e & 1)) of D, column (the warp's first
   ** weight row) + 16rt + ((l >> 2) + ((e >> 1) << 3)) */
-  if (WG && ks == 1) {   /* warpgroup form, one owner per block: its accumulators are the sums */
+  if (WG && !XS && ks == 1) {   /* warpgroup form, one owner per block: its accumulators are the sums */
 #pragma unroll
     for (int rt = 0; rt < RT; rt++)
 #pragma unroll
@@ -666,7 +682,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
           if (r >= p.m || col >= p.n) continue;
           float x[NB];
 #pragma unroll
-          for (int i = 0; i < NB; i++) x[i] = acc[i][rt][mt][e];
+          for (int i = 0; i < NB; i++) x[i] = acc[i < NW ? i : 0][rt][mt][e];
           store(r, col, x);
         }
     return;
@@ -676,13 +692,13 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
   float *red = reinterpret_cast<float *>(WG ? wbuf - kw * WG_BUFS * SB : smem);
   enum { VALS = RTB * MT * ACC };   /* per lane and product */
 #pragma unroll
-  for (int i = 0; i < NB; i++)
+  for (int i = 0; i < NW; i++)
 #pragma unroll
     for (int rt = 0; rt < RT; rt++)
 #pragma unroll
       for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int e = 0; e < ACC; e++) red[(((kw * NB + i) * RTB + wl + rt) * MT + mt) * ACC * WS + e * WS + lane] = acc[i][rt][mt][e];
+        for (int e = 0; e < ACC; e++) red[(((kw * NB + pw + i) * RTB + wl + rt) * MT + mt) * ACC * WS + e * WS + lane] = acc[i][rt][mt][e];
   __syncthreads();
   for (int idx = (int)threadIdx.x; idx < VALS * WS; idx += (int)blockDim.x) {   /* value (rt, mt, e) of lane l */
     const int l = idx % WS, e = idx / WS % ACC, mt = idx / (WS * ACC) % MT, rt = idx / (WS * ACC * MT);
@@ -699,7 +715,7 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geg
 
 /* Grid x: blocks of weight rows x slices of A, the slice fastest. Blocks (of all slices) from
 ** p.wide on take one 16-row tile (RT > 1: _launch's mixed grid), the rest RT. */
-template <int MT, int RT, int PR, int SF16, int WG>
+template <int MT, int RT, int PR, int SF16, int WG, int XS>
 __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel(fp4s_params p) {
   /* Programmatic dependent launch (kg.h KG_EXEC_PDL): the next kernel may launch now; it must
   ** wait for this grid's completion (pdl_wait) before it reads what this kernel writes. */
@@ -709,11 +725,11 @@ __global__ void __launch_bounds__(fp4s_max_threads(MT, WG)) kg_fp4dualgemm_cuda_
   const int64_t m0 = fp4s_slice_rows(MT) * (int64_t)(bx - tile * (unsigned)p.slices);
   if constexpr (RT > 1) {
     if (tile >= p.wide) {   /* the same for the whole block */
-      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_body<MT, 1, PR, SF16, WG>(p, 16 * (RTB * (int64_t)p.wide + (tile - p.wide)), m0);
+      kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_body<MT, 1, PR, SF16, WG, XS>(p, 16 * (RTB * (int64_t)p.wide + (tile - p.wide)), m0);
       return;
     }
   }
-  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_body<MT, RT, PR, SF16, WG>(p, 16 * RTB * (int64_t)tile, m0);
+  kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_body<MT, RT, PR, SF16, WG, XS>(p, 16 * RTB * (int64_t)tile, m0);
 }
 
 /* SMs of the current device (at least 1): the launch rules size grids against it. */
@@ -771,14 +787,14 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_params
 ** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
 ** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
 ** cached per ks); each owner takes ceil(chunks / ks) chunks. */
-template <int MT, int RT, int SF16, int WG>
+template <int MT, int RT, int SF16, int WG, int XS = 0>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
   int64_t batches;
   fp4s_params p = kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_params(args, &batches);
   p.slices = (int)((args->m + fp4s_slice_rows(MT) - 1) / fp4s_slice_rows(MT));
   static int per_sm[KSPLIT_MAX + 1];
-  const int rows = WG ? WG * WG_ROWS : 16 * RT, owner = WG ? 4 * WS * WG : WS;   /* weight rows per block, threads per owner */
+  const int rows = WG ? WG * WG_ROWS : 16 * RT, owner = WG ? 4 * WS * WG : XS ? NB * WS : WS;   /* weight rows per block, threads per owner */
   const int64_t sms = fp4s_sms();
   int64_t tiles = (args->n + rows - 1) / rows * p.slices;   /* blocks per batch */
   p.wide = (unsigned)tiles;
@@ -793,7 +809,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch(c
   }
   const int64_t blocks = tiles * batches, chunks = (args->k + KC - 1) / KC;
   if (WG) {   /* the staging buffers pass the default 48 KB (an attribute of the current device) */
-    const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
+    const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
   }
   int ks = fp4s_max_threads(MT, WG) / owner;
@@ -806,7 +822,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch(c
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
-      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG>, ks * owner, smem) != cudaSuccess) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG, XS>, ks * owner, smem) != cudaSuccess) {
         kg__set_backend_error(cudaGetErrorString(cudaGetLastError()));
         return KG_ERROR_BACKEND;
       }
@@ -826,7 +842,7 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch(c
   attr_[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr_[0].val.programmaticStreamSerializationAllowed = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.pdl) ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG>, p);
+  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_kernel<MT, RT, 2, SF16, WG, XS>, p);
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   return KG_SUCCESS;
@@ -875,7 +891,12 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_wg_pair(const 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */
 template <int MT, int SF16>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_sliced(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  return kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
+  /* m <= 8: the products in separate warps (XS; 64 registers a warp against 128: twice the warps
+  ** per SM). H200, N = 14336, K = 4096, m = 1, us: NVFP4 24.7-25.0 against 26.6, MXFP4 24.2-24.3
+  ** against 26.7 (with PDL 25.3-25.8 against 25.2, 23.5 against 24.6). Not at m 9..16, where each
+  ** warp then loads A for one product instead of two: m = 16 47.7 against 34.0 */
+  if constexpr (MT == 1) return kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
+  else return kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
 }
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_geglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
