@@ -15,7 +15,7 @@
 ** the same 16 weight rows, each taking one K range (shared memory sums them); ks
 ** (1..16) is chosen at launch: the finest K split that still runs every
 ** block of the grid at once.
-** For m <= 8 the products go to separate warps (XS: a K range is NB warps, warp w taking
+** For m = 1 the products go to separate warps (XS: a K range is NB warps, warp w taking
 ** product w % NB alone), which the same shared-memory sums bring together.
 ** In each 128-wide K chunk lane (g, t) = (lane / 4, lane % 4) takes the 16 bytes of
 ** k = 32t .. 32t + 31 of weight rows g and g + 8 of each tile (16-byte loads kept out
@@ -959,12 +959,17 @@ static int kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_wg_pair(const 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices). */
 template <int MT, int SF16>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_sliced(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
-  /* m <= 8: the products in separate warps (XS; 64 registers a warp against 128: twice the warps
-  ** per SM). H200, N = 14336, K = 4096, m = 1, us: NVFP4 24.7-25.0 against 26.6, MXFP4 24.2-24.3
-  ** against 26.7 (with PDL 25.3-25.8 against 25.2, 23.5 against 24.6). Not at m 9..16, where each
-  ** warp then loads A for one product instead of two: m = 16 47.7 against 34.0 */
-  if constexpr (MT == 1) return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
-  else return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
+  /* m = 1: the products in separate warps (XS; 64 registers a warp against 128: twice the warps
+  ** per SM). A's one row costs the second warp no more L1 traffic; from m = 2 on each warp loads
+  ** min(m, 8) rows of A. H200, N = 14336, K = 4096, us, XS against both products per warp:
+  ** m = 1 NVFP4 24.0-24.1 against 26.0, MXFP4 23.9 against 26.5-26.6; with PDL MXFP4 22.4
+  ** against 24.6-24.7, but NVFP4 25.2 against 24.6 (measured, not explained; so not there);
+  ** m = 8 NVFP4 29.5-29.6 against 27.3-27.6 (MXFP4 27.0-27.2 against 27.2-27.3); m = 16
+  ** 47.7 against 34.0 */
+  if constexpr (MT == 1) {
+    if (args->m == 1 && !(exec->flags & KG_EXEC_PDL)) return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
+  }
+  return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
 }
 
 extern "C" kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
