@@ -671,21 +671,23 @@ static __device__ __forceinline__ void kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swi
   };
   /* value (rt, mt, e) of a lane l is row 8mt + (((l & 3) << 1) + (e & 1)) of D, column (the warp's first
   ** weight row) + 16rt + ((l >> 2) + ((e >> 1) << 3)) */
-  if (WG && !XS && ks == 1) {   /* warpgroup form, one owner per block: its accumulators are the sums */
+  if constexpr (WG) {   /* warpgroup form (its warps carry every product) */
+    if (ks == 1) {   /* one owner per block: its accumulators are the sums */
 #pragma unroll
-    for (int rt = 0; rt < RT; rt++)
+      for (int rt = 0; rt < RT; rt++)
 #pragma unroll
-      for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int e = 0; e < ACC; e++) {
-          const int64_t r = m0 + 8 * mt + (((lane & 3) << 1) + (e & 1)), col = nw + 16 * rt + ((lane >> 2) + ((e >> 1) << 3));
-          if (r >= p.m || col >= p.n) continue;
-          float x[NB];
+          for (int e = 0; e < ACC; e++) {
+            const int64_t r = m0 + 8 * mt + (((lane & 3) << 1) + (e & 1)), col = nw + 16 * rt + ((lane >> 2) + ((e >> 1) << 3));
+            if (r >= p.m || col >= p.n) continue;
+            float x[NB];
 #pragma unroll
-          for (int i = 0; i < NB; i++) x[i] = acc[i < NW ? i : 0][rt][mt][e];
-          store(r, col, x);
-        }
-    return;
+            for (int i = 0; i < NB; i++) x[i] = acc[i][rt][mt][e];
+            store(r, col, x);
+          }
+      return;
+    }
   }
   /* else the owners' sums in shared memory first */
   if constexpr (WG) __syncthreads();   /* every group's MMAs done: the sums reuse the staging buffers */
