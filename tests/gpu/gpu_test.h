@@ -13,6 +13,7 @@
 #define KG_GPU_TEST_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,69 @@ static inline kg_exec exec_for(const char *variant) {
   e.stream = (void *)g_stream;
   e.variant = variant;
   return e;
+}
+
+/* ---- the references, threaded -----------------------------------------------------------------
+** par_for(n, work, fn, ctx): fn(ctx, lo, hi) over [0, n) in up to PAR_THREADS parts, each part
+** given to its own thread when work (the caller's estimate of the operations) is at least 2^22;
+** a thread that cannot start leaves its part to the caller. fn writes only its own items' results,
+** so what is computed never depends on the thread count. */
+enum { PAR_THREADS = 16 };
+
+typedef struct par_part {
+  void (*fn)(void *ctx, int64_t lo, int64_t hi);
+  void *ctx;
+  int64_t lo, hi;
+} par_part;
+
+static inline void *par_run(void *arg) {
+  const par_part *p = (const par_part *)arg;
+  p->fn(p->ctx, p->lo, p->hi);
+  return NULL;
+}
+
+static inline void par_for(int64_t n, int64_t work, void (*fn)(void *ctx, int64_t lo, int64_t hi), void *ctx) {
+  pthread_t th[PAR_THREADS];
+  par_part parts[PAR_THREADS];
+  const int nt = work >= ((int64_t)1 << 22) && n >= 2 ? (n < PAR_THREADS ? (int)n : PAR_THREADS) : 1;
+  int started[PAR_THREADS] = { 0 };
+  for (int t = 0; t < nt; t++) {
+    parts[t] = (par_part){ fn, ctx, n * t / nt, n * (t + 1) / nt };
+    if (nt > 1 && pthread_create(&th[t], NULL, par_run, &parts[t]) == 0) started[t] = 1;
+    else par_run(&parts[t]);
+  }
+  for (int t = 0; t < nt; t++)
+    if (started[t]) pthread_join(th[t], NULL);
+}
+
+/* ref_dots: for every (i, j) of an m x n output, s[i * n + j] = sum over q < k of a[i * lda + q] *
+** w[j * ldw + q] and sa[i * n + j] = sum of |a * w|, in q order. Rows of a and w are double, decoded
+** by the caller; the output elements are split over threads (m = 1 with a wide n splits too). */
+typedef struct ref_dots_ctx {
+  const double *a, *w;
+  int64_t lda, ldw, n, k;
+  double *s, *sa;
+} ref_dots_ctx;
+
+static inline void ref_dots_part(void *ctx, int64_t e0, int64_t e1) {
+  const ref_dots_ctx *j = (const ref_dots_ctx *)ctx;
+  for (int64_t e = e0; e < e1; e++) {
+    const double *x = j->a + (e / j->n) * j->lda, *y = j->w + (e % j->n) * j->ldw;
+    double s = 0.0, sa = 0.0;
+    for (int64_t q = 0; q < j->k; q++) {
+      const double p = x[q] * y[q];
+      s += p;
+      sa += fabs(p);
+    }
+    j->s[e] = s;
+    j->sa[e] = sa;
+  }
+}
+
+static inline void ref_dots(const double *a, int64_t lda, const double *w, int64_t ldw, int64_t m, int64_t n, int64_t k,
+                            double *s, double *sa) {
+  ref_dots_ctx c = { a, w, lda, ldw, n, k, s, sa };
+  par_for(m * n, m * n * k, ref_dots_part, &c);
 }
 
 /* ---- f16 / bf16, written here (round to nearest even) ------------------------------------------ */

@@ -11,9 +11,11 @@ fi
 total_p=0; total_f=0; rc=0
 for t in build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn; do
   echo "== $t${wrap:+ (under $wrap)}"
+  t0=$(date +%s)
   $wrap "$t" > build/.gpu_test.log 2>&1
   st=$?
   cat build/.gpu_test.log
+  echo "($t: $(($(date +%s) - t0)) s)"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' build/.gpu_test.log | tail -n 1)
   p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/'); f=$(echo "$line" | sed -E 's/.*passed, ([0-9]+) failed.*/\1/')
   [ -n "$line" ] || { p=0; f=1; echo "$t: no summary line"; }

@@ -30,7 +30,6 @@
 ** tensorop variant at 4096^3 (median of CUDA-event timings) and prints
 ** TFLOP/s.
 */
-#include <pthread.h>
 #include <stdarg.h>
 
 #include "gpu_test.h"
@@ -169,40 +168,6 @@ static int64_t extent(int l, int64_t rows, int64_t cols, int64_t ld) {
 }
 static int64_t idx(int l, int64_t ld, int64_t i, int64_t j) { return l == KG_ROW ? i * ld + j : j * ld + i; }
 
-typedef struct refjob {
-  int64_t m0, m1, n, k;
-  const double *a;   /* m x k row-major */
-  const double *bt;  /* n x k row-major (B transposed) */
-  double *out, *absout;  /* m x n */
-} refjob;
-
-static void *ref_rows(void *arg) {
-  refjob *j = (refjob *)arg;
-  for (int64_t i = j->m0; i < j->m1; i++)
-    for (int64_t c = 0; c < j->n; c++) {
-      const double *x = j->a + i * j->k, *y = j->bt + c * j->k;
-      double s = 0, sa = 0;
-      for (int64_t q = 0; q < j->k; q++) { s += x[q] * y[q]; sa += fabs(x[q] * y[q]); }
-      j->out[i * j->n + c] = s;
-      j->absout[i * j->n + c] = sa;
-    }
-  return NULL;
-}
-
-/* out[m][n] = sum_k a[m][k] * bt[n][k] (and sum of |products|), threaded. */
-static void reference(int64_t m, int64_t n, int64_t k, const double *a, const double *bt, double *out, double *absout) {
-  enum { NT = 16 };
-  pthread_t th[NT];
-  refjob jobs[NT];
-  int nt = m >= 64 ? NT : 1, started = 0;
-  for (int t = 0; t < nt; t++) {
-    jobs[t] = (refjob){ m * t / nt, m * (t + 1) / nt, n, k, a, bt, out, absout };
-    if (nt > 1 && pthread_create(&th[t], NULL, ref_rows, &jobs[t]) == 0) started |= 1 << t;
-    else ref_rows(&jobs[t]);
-  }
-  for (int t = 0; t < nt; t++) if (started & (1 << t)) pthread_join(th[t], NULL);
-}
-
 static void failf(const vinfo *v, const tcase *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void failf(const vinfo *v, const tcase *c, const char *fmt, ...) {
   static const char *MODES[] = { "gemm", "batched", "splitk" };
@@ -334,7 +299,7 @@ static int run_case(vinfo *v, const tcase *c) {
         for (int64_t q = 0; q < k; q++) ra[i * k + q] = get_el(tab, pa, idx(c->la, lda, i, q));
       for (int64_t j = 0; j < n; j++)
         for (int64_t q = 0; q < k; q++) rbt[j * k + q] = get_el(tab, pb, idx(c->lb, ldb, q, j));
-      reference(m, n, k, ra, rbt, ref, refabs);
+      ref_dots(ra, k, rbt, k, m, n, k, ref, refabs);
       for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < n; j++) {
           double want = (double)c->alpha * ref[i * n + j], scale = fabs((double)c->alpha) * refabs[i * n + j];

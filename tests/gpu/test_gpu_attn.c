@@ -492,10 +492,56 @@ typedef struct dcase {
   int nan_key;             /* 1: a NaN in one key of the last request, kv head 0 */
 } dcase;
 
+/* The reference of one decode case per query head bh = b * Hq + h: o and its bounds (D each), lse and
+** its bound, and whether the head's keys hold a NaN; query heads split over threads (par_for), each
+** part gathering a kv head's tokens once for the query heads of its group. */
+typedef struct attn_ref {
+  const dcase *c;
+  const ar_cache *kc;
+  const void *q;
+  kg_dtype t;
+  int D, Hq, Hk;
+  int64_t q_sn, q_sh, maxlen;
+  const double *freq;
+  const int32_t *qpos;
+  double *ro, *tol, *rl, *rlt;
+  int *nan_head;
+} attn_ref;
+
+static void attn_ref_part(void *ctx, int64_t lo, int64_t hi) {
+  const attn_ref *r = (const attn_ref *)ctx;
+  const dcase *c = r->c;
+  const int D = r->D, G = r->Hq / r->Hk;
+  double *K = (double *)xmalloc((size_t)(r->maxlen ? r->maxlen : 1) * D * 8), *V = (double *)xmalloc((size_t)(r->maxlen ? r->maxlen : 1) * D * 8);
+  double qd[AR_MAX_D];
+  int64_t have = -1, w0 = 0, L = 0;   /* have: the b * Hk + hk whose tokens K, V hold */
+  int nan_head = 0;
+  for (int64_t bh = lo; bh < hi; bh++) {
+    const int b = (int)(bh / r->Hq), h = (int)(bh % r->Hq), hk = h / G;
+    if (have != (int64_t)b * r->Hk + hk) {
+      have = (int64_t)b * r->Hk + hk;
+      L = c->lens[b];
+      w0 = c->window > 0 && L > c->window ? L - c->window : 0;
+      ar_cache_gather(r->kc, b, hk, w0, L, K, V);
+      nan_head = 0;
+      for (int64_t i = 0; i < (L - w0) * D; i++) nan_head |= isnan(K[i]);
+    }
+    for (int f = 0; f < D; f++) qd[f] = ar_get(r->q, r->t, b * r->q_sn + h * r->q_sh + f);
+    /* kg.h: CUDA's tensor-core decode (head_dim <= 128, group <= 16, no RoPE) rounds the weights */
+    const double eps_w = !c->rope && G <= 16 && D <= 128 ? ar_unit(r->t) : 0.0;
+    ar_attn_opts op = { D, 1.0 / sqrt((double)D), c->cap, c->rope ? (c->rd ? c->rd : D) : 0, c->interleave, r->freq,
+                        c->qpos ? (double)r->qpos[b] : (double)(L - 1), ldexp(1.0, -20), r->t, eps_w };
+    ar_attend(&op, qd, K, V, L - w0, w0, r->ro + bh * D, &r->rl[bh], r->tol + bh * D, &r->rlt[bh]);
+    r->nan_head[bh] = nan_head;
+  }
+  free(K);
+  free(V);
+}
+
 static void decode_case(const avar *v, const dcase *c, uint64_t seed) {
   const kg_dtype t = v->t;
   const kg_kv_layout l = (kg_kv_layout)v->layout;
-  const int D = v->D, Hq = c->Hq, Hk = c->Hk, G = Hq / Hk;
+  const int D = v->D, Hq = c->Hq, Hk = c->Hk;
   const int single = c->P == 0;
   const int batch = single ? 1 : c->batch;
   const size_t es = kg_dtype_size(t);
@@ -575,39 +621,32 @@ static void decode_case(const avar *v, const dcase *c, uint64_t seed) {
     d2h(lse, dlse, (size_t)ln * 4);
     double freq[128];
     if (c->rope) ar_rope_freqs(&pr.rope, D, freq);
-    double *K = (double *)xmalloc((size_t)(maxlen ? maxlen : 1) * D * 8), *V = (double *)xmalloc((size_t)(maxlen ? maxlen : 1) * D * 8);
-    double qd[AR_MAX_D], ro[AR_MAX_D], tol[AR_MAX_D], rl, rlt;
-    for (int b = 0; b < batch; b++) {
-      const int64_t L = c->lens[b], w0 = c->window > 0 && L > c->window ? L - c->window : 0;
-      for (int hk = 0; hk < Hk; hk++) {
-        ar_cache_gather(&kc, b, hk, w0, L, K, V);
-        int nan_head = 0;
-        for (int64_t i = 0; i < (L - w0) * D; i++) nan_head |= isnan(K[i]);
-        for (int g = 0; g < G; g++) {
-          const int h = hk * G + g;
-          for (int f = 0; f < D; f++) qd[f] = ar_get(q, t, b * q_sn + h * q_sh + f);
-          /* kg.h: CUDA's tensor-core decode (head_dim <= 128, group <= 16, no RoPE) rounds the weights */
-          const double eps_w = !c->rope && G <= 16 && D <= 128 ? ar_unit(t) : 0.0;
-          ar_attn_opts op = { D, 1.0 / sqrt((double)D), c->cap, c->rope ? (c->rd ? c->rd : D) : 0, c->interleave, freq,
-                              c->qpos ? (double)qpos[b] : (double)(L - 1), ldexp(1.0, -20), t, eps_w };
-          ar_attend(&op, qd, K, V, L - w0, w0, ro, &rl, tol, &rlt);
-          for (int f = 0; f < D; f++) {
-            const double got = ar_get(o, t, b * o_sn + h * o_sh + f);
-            const int ok = nan_head ? isnan(got) : fabs(got - ro[f]) <= tol[f];
-            if (!ok) bad("b=%d h=%d f=%d: o %.9g, reference %.9g (bound %.3g)", b, h, f, got, ro[f], tol[f]);
-          }
-          const double gl = lse[b * Hq + h];
-          const int ok = nan_head ? isnan(gl) : isinf(rl) ? gl == rl : fabs(gl - rl) <= rlt;
-          if (!ok) bad("b=%d h=%d: lse %.9g, reference %.9g (bound %.3g)", b, h, gl, rl, rlt);
+    const int64_t heads = (int64_t)batch * Hq;
+    attn_ref r = { c, &kc, q, t, D, Hq, Hk, q_sn, q_sh, maxlen, freq, qpos,
+                   (double *)xmalloc((size_t)heads * D * 8), (double *)xmalloc((size_t)heads * D * 8),
+                   (double *)xmalloc((size_t)heads * 8), (double *)xmalloc((size_t)heads * 8), (int *)xmalloc((size_t)heads * sizeof(int)) };
+    int64_t work = 0;
+    for (int b = 0; b < batch; b++) work += c->lens[b] * Hq * D * 4;
+    par_for(heads, work, attn_ref_part, &r);
+    for (int b = 0; b < batch; b++)
+      for (int h = 0; h < Hq; h++) {
+        const int64_t bh = (int64_t)b * Hq + h;
+        const double *ro = r.ro + bh * D, *tol = r.tol + bh * D, rl = r.rl[bh], rlt = r.rlt[bh];
+        const int nan_head = r.nan_head[bh];
+        for (int f = 0; f < D; f++) {
+          const double got = ar_get(o, t, b * o_sn + h * o_sh + f);
+          const int ok = nan_head ? isnan(got) : fabs(got - ro[f]) <= tol[f];
+          if (!ok) bad("b=%d h=%d f=%d: o %.9g, reference %.9g (bound %.3g)", b, h, f, got, ro[f], tol[f]);
         }
+        const double gl = lse[bh];
+        const int ok = nan_head ? isnan(gl) : isinf(rl) ? gl == rl : fabs(gl - rl) <= rlt;
+        if (!ok) bad("b=%d h=%d: lse %.9g, reference %.9g (bound %.3g)", b, h, gl, rl, rlt);
       }
-    }
+    free(r.ro); free(r.tol); free(r.rl); free(r.rlt); free(r.nan_head);
     for (int b = 0; b < batch; b++)
       for (int64_t i = 0; i < o_sn; i++)
         if ((i / o_sh >= Hq || i % o_sh >= D) && !is_poison(o, t, b * o_sn + i)) { bad("o gap %lld of request %d written", (long long)i, b); break; }
     for (int64_t i = batch * Hq; i < ln; i++) if (!is_poison(lse, KG_F32, i)) bad("lse[%lld] past the end written", (long long)i);
-    free(K);
-    free(V);
   }
   case_end();
   if (ws) dev_free(ws);

@@ -449,14 +449,21 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   double *AV = xmalloc(sizeof(double) * (size_t)(m * k)), *WV[2];
   WV[0] = xmalloc(sizeof(double) * (size_t)(n * k));
   WV[1] = xmalloc(sizeof(double) * (size_t)(n * k));
+  double *SS[2], *SABS[2];   /* the reference sums of the batch entry z (ref_dots) */
+  for (int b = 0; b < 2; b++) {
+    SS[b] = xmalloc(sizeof(double) * (size_t)(m * n));
+    SABS[b] = xmalloc(sizeof(double) * (size_t)(m * n));
+  }
   for (int64_t z = 0; ok && z < batch; z++) {
     for (int64_t i = 0; i < m; i++)
       for (int64_t kk = 0; kk < k; kk++)
         AV[i * k + kk] = v->a_fp4 ? fop_val(&fa, v, v->layout_a, k, z, i, kk)
                                   : val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + i * a.lda + kk], bf);
-    for (int b = 0; b < 2; b++)
+    for (int b = 0; b < 2; b++) {
       for (int64_t j = 0; j < n; j++)
         for (int64_t kk = 0; kk < k; kk++) WV[b][j * k + kk] = fop_val(&w[b], v, v->layout, k, z, j, kk);
+      ref_dots(AV, k, WV[b], k, m, n, k, SS[b], SABS[b]);
+    }
     for (int64_t i = 0; ok && i < m; i++)
       for (int64_t j = 0; j < ldd; j++) {
         const int64_t di = z * bsd + i * ldd + j;
@@ -467,11 +474,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
         }
         double x[2], xr[2], tol[2];
         for (int b = 0; b < 2; b++) {
-          double s = 0.0, abs = 0.0;
-          for (int64_t kk = 0; kk < k; kk++) {
-            double q = AV[i * k + kk] * WV[b][j * k + kk];
-            s += q; abs += fabs(q);
-          }
+          const double s = SS[b][i * n + j], abs = SABS[b][i * n + j];
           double cterm = cn[b] ? beta[b] * val16(C[b][z * bsc[b] + i * ldc[b] + j], bf) : 0.0;
           x[b] = alpha[b] * s + cterm;
           xr[b] = round16(x[b], bf);
@@ -519,7 +522,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   dev_free(dA.base); dev_free(dSA.base); dev_free(dGA.base);
   for (int i = 0; i < 2; i++) { dev_free(dW[i].base); dev_free(dS[i].base); dev_free(dG[i].base); dev_free(dC[i].base); }
   for (int i = 0; i < 3; i++) { dev_free(dD[i].base); free(D[i]); }
-  free(AV); free(WV[0]); free(WV[1]); free(A16); free(C[0]); free(C[1]);
+  free(AV); free(WV[0]); free(WV[1]); free(SS[0]); free(SS[1]); free(SABS[0]); free(SABS[1]); free(A16); free(C[0]); free(C[1]);
   free(fa.q); free(fa.sf); free(w[0].q); free(w[0].sf); free(w[1].q); free(w[1].sf);
   return ok;
 }
@@ -870,16 +873,17 @@ static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t
   for (int b = 0; b < 2; b++)
     for (int64_t j = 0; j < n; j++)
       for (int64_t kk = 0; kk < k; kk++) WV[(b * n + j) * k + kk] = fop_val(&w[b], v, v->layout, k, 0, j, kk);
+  double *AV = xmalloc(sizeof(double) * (size_t)(m * k)), *SS = xmalloc(sizeof(double) * (size_t)(2 * m * n));
+  double *SABS = xmalloc(sizeof(double) * (size_t)(2 * m * n));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t kk = 0; kk < k; kk++) AV[i * k + kk] = val16(A[i * lda + kk], bf);
+  for (int b = 0; b < 2; b++) ref_dots(AV, k, WV + b * n * k, k, m, n, k, SS + b * m * n, SABS + b * m * n);
   int shown = 0;
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < n; j++) {
       double x[2], tol[2];
       for (int b = 0; b < 2; b++) {
-        double s = 0.0, abs = 0.0;
-        for (int64_t kk = 0; kk < k; kk++) {
-          double q = val16(A[i * lda + kk], bf) * WV[(b * n + j) * k + kk];
-          s += q; abs += fabs(q);
-        }
+        const double s = SS[(b * m + i) * n + j], abs = SABS[(b * m + i) * n + j];
         x[b] = s;
         tol[b] = 2.0 * u * fabs(s) + (double)(k + 4) * ldexp(1.0, -23) * abs + sub;
       }
@@ -894,7 +898,7 @@ static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t
                  (long long)i, (long long)j, got, ref2, tol2);
       } else if (err / tol2 > *worst) *worst = err / tol2;
     }
-  free(WV);
+  free(WV); free(AV); free(SS); free(SABS);
   return shown == 0;
 }
 

@@ -291,6 +291,8 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
         av[i * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(sa) / gsa : ref_e2m1(code) * ref_ue8m0(sa);
       } else av[i * k + kk] = v->bf ? bf16_to_f64(A[i * lda + kk]) : f16_to_f64(A[i * lda + kk]);
     }
+  double *ss = xmalloc(sizeof(double) * (size_t)(m * n)), *sabs = xmalloc(sizeof(double) * (size_t)(m * n));
+  ref_dots(av, k, w, k, m, n, k, ss, sabs);
   for (int64_t i = 0; ok && i < m; i++)
     for (int64_t j = 0; j < ldd; j++) {
       const uint8_t *px = D + GUARD + (size_t)(i * ldd + j) * 2;
@@ -299,11 +301,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
         if (px[0] != POISON || px[1] != POISON) { printf("FAIL %s: D gap (%lld, %lld) written\n", v->name, (long long)i, (long long)j); ok = 0; }
         continue;
       }
-      double s = 0.0, abs = 0.0;
-      for (int64_t kk = 0; kk < k; kk++) {
-        double x = av[i * k + kk] * w[j * k + kk];
-        s += x; abs += fabs(x);
-      }
+      const double s = ss[i * n + j], abs = sabs[i * n + j];
       double cterm = cn ? -0.5 * (v->bf ? bf16_to_f64(C[i * ldc + j]) : f16_to_f64(C[i * ldc + j])) : 0.0;
       double ref = 1.25 * s + cterm;
       /* + the output type's subnormal spacing (f16 2^-24): tiny results round absolutely */
@@ -321,6 +319,8 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     }
   free(w);
   free(av);
+  free(ss);
+  free(sabs);
   dev_free(bA); dev_free(bB); dev_free(bS); dev_free(bC); dev_free(bG); dev_free(bD); dev_free(bSA); dev_free(bGA);
   if (bW) dev_free(bW);
   free(A); free(B); free(S); free(C); free(D); free(SA);
@@ -635,13 +635,14 @@ static int pdl_check(const gvar *v, const char *what, const uint16_t *A, int64_t
                      const uint16_t *D, int64_t ldd, int64_t m, double *worst) {
   const double u = v->bf ? ldexp(1.0, -8) : ldexp(1.0, -11);
   int shown = 0;
+  double *av = xmalloc(sizeof(double) * (size_t)(m * w->k)), *ss = xmalloc(sizeof(double) * (size_t)(m * w->n));
+  double *sabs = xmalloc(sizeof(double) * (size_t)(m * w->n));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t kk = 0; kk < w->k; kk++) av[i * w->k + kk] = val16(A[i * lda + kk], v->bf);
+  ref_dots(av, w->k, w->W, w->k, m, w->n, w->k, ss, sabs);
   for (int64_t i = 0; i < m; i++)
     for (int64_t j = 0; j < w->n; j++) {
-      double s = 0.0, abs = 0.0;
-      for (int64_t kk = 0; kk < w->k; kk++) {
-        double x = val16(A[i * lda + kk], v->bf) * w->W[j * w->k + kk];
-        s += x; abs += fabs(x);
-      }
+      const double s = ss[i * w->n + j], abs = sabs[i * w->n + j];
       double tol = 2.0 * u * fabs(s) + (double)(w->k + 4) * ldexp(1.0, -23) * abs + (v->bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
       double got = val16(D[i * ldd + j], v->bf), err = fabs(got - s);
       if (!(err <= tol)) {
@@ -650,6 +651,7 @@ static int pdl_check(const gvar *v, const char *what, const uint16_t *A, int64_t
                  (long long)i, (long long)j, got, s, tol);
       } else if (err / tol > *worst) *worst = err / tol;
     }
+  free(av); free(ss); free(sabs);
   return shown == 0;
 }
 
