@@ -317,6 +317,21 @@ static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_
   return v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)o->gs[g] : ref_e2m1(code) * ref_ue8m0(s);
 }
 
+/* out[j * k + kk] = fop_val(o, v, layout, k, z, j, kk) for rows j < rows: an operand decoded for the
+** reference, its rows over threads (par_for). */
+typedef struct fop_rows { const fop *o; const dvar *v; int layout; int64_t k, z; double *out; } fop_rows;
+
+static void fop_rows_part(void *ctx, int64_t lo, int64_t hi) {
+  const fop_rows *f = (const fop_rows *)ctx;
+  for (int64_t j = lo; j < hi; j++)
+    for (int64_t kk = 0; kk < f->k; kk++) f->out[j * f->k + kk] = fop_val(f->o, f->v, f->layout, f->k, f->z, j, kk);
+}
+
+static void fop_decode(const fop *o, const dvar *v, int layout, int64_t rows, int64_t k, int64_t z, double *out) {
+  fop_rows f = { o, v, layout, k, z, out };
+  par_for(rows, rows * k * 8, fop_rows_part, &f);
+}
+
 /* One DualGemm case of v, run as `how`. Returns 1 on pass; *worst: error in tolerance units;
 ** *path_runs counts the calls that took the dequantize path. */
 static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *path_runs) {
@@ -455,13 +470,12 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     SABS[b] = xmalloc(sizeof(double) * (size_t)(m * n));
   }
   for (int64_t z = 0; ok && z < batch; z++) {
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t kk = 0; kk < k; kk++)
-        AV[i * k + kk] = v->a_fp4 ? fop_val(&fa, v, v->layout_a, k, z, i, kk)
-                                  : val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + i * a.lda + kk], bf);
+    if (v->a_fp4) fop_decode(&fa, v, v->layout_a, m, k, z, AV);
+    else
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++) AV[i * k + kk] = val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + i * a.lda + kk], bf);
     for (int b = 0; b < 2; b++) {
-      for (int64_t j = 0; j < n; j++)
-        for (int64_t kk = 0; kk < k; kk++) WV[b][j * k + kk] = fop_val(&w[b], v, v->layout, k, z, j, kk);
+      fop_decode(&w[b], v, v->layout, n, k, z, WV[b]);
       ref_dots(AV, k, WV[b], k, m, n, k, SS[b], SABS[b]);
     }
     for (int64_t i = 0; ok && i < m; i++)
@@ -870,9 +884,7 @@ static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t
   const int bf = v->bf;
   const double u = bf ? ldexp(1.0, -8) : ldexp(1.0, -11), sub = bf ? ldexp(1.0, -133) : ldexp(1.0, -24);
   double *WV = xmalloc(sizeof(double) * (size_t)(2 * n * k));
-  for (int b = 0; b < 2; b++)
-    for (int64_t j = 0; j < n; j++)
-      for (int64_t kk = 0; kk < k; kk++) WV[(b * n + j) * k + kk] = fop_val(&w[b], v, v->layout, k, 0, j, kk);
+  for (int b = 0; b < 2; b++) fop_decode(&w[b], v, v->layout, n, k, 0, WV + b * n * k);
   double *AV = xmalloc(sizeof(double) * (size_t)(m * k)), *SS = xmalloc(sizeof(double) * (size_t)(2 * m * n));
   double *SABS = xmalloc(sizeof(double) * (size_t)(2 * m * n));
   for (int64_t i = 0; i < m; i++)

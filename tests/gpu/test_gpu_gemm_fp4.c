@@ -157,6 +157,28 @@ static int tile_of(const char *name) {
 
 /* One case of variant v. Returns 1 on pass. *worst: error in tolerance units; *path_runs counts the
 ** calls that took the dequantize path. */
+/* The reference's weights: out[j * k + kk] = the value of FP4 element (j, kk) of B (ldb bytes a row)
+** with scales S (layout, kv blocks a row; NVFP4 divided by gs), rows j < n over threads (par_for). */
+typedef struct wdec { const gvar *v; const uint8_t *B, *S; int64_t ldb, k, kv; double gs; double *out; } wdec;
+
+static void wdec_part(void *ctx, int64_t lo, int64_t hi) {
+  const wdec *d = (const wdec *)ctx;
+  const int nv = d->v->format == KG_FP4_NVFP4;
+  const int64_t bs = nv ? 16 : 32;
+  for (int64_t j = lo; j < hi; j++)
+    for (int64_t kk = 0; kk < d->k; kk++) {
+      unsigned byte = d->B[j * d->ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
+      unsigned s = d->S[ref_sf_off(d->v->layout, 0, d->kv, 0, j, kk / bs)];
+      d->out[j * d->k + kk] = nv ? ref_e2m1(code) * ref_e4m3(s) / d->gs : ref_e2m1(code) * ref_ue8m0(s);
+    }
+}
+
+static void wdecode(const gvar *v, const uint8_t *B, int64_t ldb, const uint8_t *S, int64_t n, int64_t k, int64_t kv,
+                    double gs, double *out) {
+  wdec d = { v, B, S, ldb, k, kv, gs, out };
+  par_for(n, n * k * 8, wdec_part, &d);
+}
+
 static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *path_runs) {
   const int64_t m = c->m, n = c->n, k = c->k, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bs - 1) / bs;
   /* W4A4: A is FP4 bytes (lda bytes, a multiple of 16) with its own scales and global scale */
@@ -276,12 +298,7 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
   for (size_t i = 0; ok && i < GUARD; i++)
     if (D[i] != POISON || D[GUARD + dn + i] != POISON) { printf("FAIL %s: guard byte written\n", v->name); ok = 0; }
   double *w = xmalloc(sizeof(double) * (size_t)(n * k));
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t kk = 0; kk < k; kk++) {
-      unsigned byte = B[j * ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-      unsigned s = S[ref_sf_off(v->layout, 0, kv, 0, j, kk / bs)];
-      w[j * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
-    }
+  wdecode(v, B, ldb, S, n, k, kv, gs, w);
   double *av = xmalloc(sizeof(double) * (size_t)(m * k));   /* A decoded once */
   for (int64_t i = 0; i < m; i++)
     for (int64_t kk = 0; kk < k; kk++) {
@@ -622,12 +639,7 @@ static void pweights_make(const gvar *v, int64_t n, int64_t k, double gs, pweigh
     for (int64_t kb = 0; kb < kv; kb++)
       w->S[ref_sf_off(v->layout, 0, kv, 0, r, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x20 + rnd() % 0x18) : (uint8_t)(120 + rnd() % 5);
   w->W = xmalloc(sizeof(double) * (size_t)(n * k));
-  for (int64_t j = 0; j < n; j++)
-    for (int64_t kk = 0; kk < k; kk++) {
-      unsigned byte = w->B[j * w->ldb + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
-      unsigned s = w->S[ref_sf_off(v->layout, 0, kv, 0, j, kk / bs)];
-      w->W[j * k + kk] = v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / gs : ref_e2m1(code) * ref_ue8m0(s);
-    }
+  wdecode(v, w->B, w->ldb, w->S, n, k, kv, gs, w->W);
 }
 
 /* D [m, w->n] (ldd) against A [m, w->k] (lda) . W^T in double, the tolerance of run_case (alpha 1, no C). */
