@@ -512,7 +512,8 @@ static void attn_ref_part(void *ctx, int64_t lo, int64_t hi) {
   const attn_ref *r = (const attn_ref *)ctx;
   const dcase *c = r->c;
   const int D = r->D, G = r->Hq / r->Hk;
-  double *K = (double *)xmalloc((size_t)(r->maxlen ? r->maxlen : 1) * D * 8), *V = (double *)xmalloc((size_t)(r->maxlen ? r->maxlen : 1) * D * 8);
+  const size_t kv_bytes = (size_t)(r->maxlen ? r->maxlen : 1) * D * 8;   /* one kv head's tokens */
+  double *K = (double *)xmalloc(kv_bytes), *V = (double *)xmalloc(kv_bytes);
   double qd[AR_MAX_D];
   int64_t have = -1, w0 = 0, L = 0;   /* have: the b * Hk + hk whose tokens K, V hold */
   int nan_head = 0;
