@@ -84,8 +84,12 @@ F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm 
 -- m = 128 14336x4096 44.1, 4096x14336 48.2, 4096x4096 20.8 against the skinny kernel's 51.0, 74.6,
 -- 26.6; DualGemm SwiGLU 14336x4096 83.9 against 112.4). Tiles of 64 rows lost to the skinny
 -- kernel at m = 32 and 64 (4096x4096 m = 64: 18.7 against 15.2) and are not built.
+-- Stages: 128 rows keep 8 (4 K groups of loads ahead of the MMAs; H200, NVFP4 GEMM m = 128,
+-- 14336x4096 38.9 us against 44.8 with 4, 39.4 with 6 or 10; DualGemm SwiGLU 88.8 against 92.8),
+-- 256 rows 4 (6 measured slower for the DualGemm: m = 1024 491 against 452 us)
+-- (bench/results 2026-12-04 fp4-tensorop-stages).
 F.TENSOROP = { [256] = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 },
-               [128] = { tm = 128, tn = 128, tk = 64, stages = 4, ku = 2 } }
+               [128] = { tm = 128, tn = 128, tk = 64, stages = 8, ku = 2 } }
 
 local LAYOUTS = { "linear", "128x4", "8x4" }
 

@@ -3,7 +3,7 @@
 ** D1 = alpha1 * A.W1^T + beta1 * C1, D2 = geglu(D0, D1) with A bf16 [m, k] row-major and W0, W1
 ** NVFP4 (E4M3 scale per 16, f32 global scale) [n, k] with 128x4 scales; no dequantized copy of the weights in memory.
 ** Block tile: 64 output columns (64 rows of W0 and the same 64 of W1) x 128 rows of A, K tiles
-** of 64, 4 stages: the GEMM kernel's pipeline with MMA warpgroup 1 on W0's rows and 2 on W1's.
+** of 64, 8 stages: the GEMM kernel's pipeline with MMA warpgroup 1 on W0's rows and 2 on W1's.
 ** The weights are the register A operand of wgmma m64n128k16 and the activations its shared-memory
 ** B operand, so the accumulators hold D transposed (weight row x row of A).
 ** Producer (warpgroup 0, one thread): per K tile and stage, bulk tensor copies of A's tile
@@ -337,8 +337,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   extern __shared__ __align__(128) unsigned char kg_smem[];
   /* stages: A tiles (1024-aligned for the swizzle), then the weight tiles, the scale groups, the mbarriers */
   unsigned char *sa = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
-  unsigned char *sw = sa + 65536, *ss = sw + 16384;
-  uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
+  unsigned char *sw = sa + 131072, *ss = sw + 32768;
+  uint64_t *full = (uint64_t *)(ss + 8192), *empty = full + 8;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
   /* The block's tile. Blocks start in launch order (x fastest, then y); that order walks groups of
   ** p.group row tiles of A, in a group down its row tiles first, then across the column tiles
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   const int z = (int)blockIdx.z, nz = p.splits;
   const int kt_beg = (int)((long long)pairs * z / nz) * 2, kt_end = (int)((long long)pairs * (z + 1) / nz) * 2;
   if (tid == 0) {
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < 8; s++) {
       kg_mbar_init(full + s, 1);
       kg_mbar_init(empty + s, 8);
     }
@@ -369,14 +369,14 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
       int st = 0;
       /* tiles past K up to a multiple of 2 are zeros (boxes outside the tensors) without scales */
       for (int kt = kt_beg, i = 0; kt < kt_end; kt++, i++) {
-        if (i >= 4) kg_mbar_wait(empty + st, (unsigned)((i / 4 - 1) & 1));
+        if (i >= 8) kg_mbar_wait(empty + st, (unsigned)((i / 8 - 1) & 1));
         kg_mbar_expect(full + st, kt < ntiles ? 21504u : 20480u);
         kg_tma_load(sa + st * 16384, &tm.a, full + st, kt * 64, (int)m0, zb * p.a_z);
         kg_tma_load(sw + st * 4096 + 0, &tm.w[0], full + st, kt * 32, (int)n0, zb * p.w_z[0]);
         if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 0, p.sf[0] + zb * p.sf_bs[0] + ((n0 / 128) * p.sf_groups + kt * 4 / 4) * 512, 512u, full + st);
         kg_tma_load(sw + st * 4096 + 2048, &tm.w[1], full + st, kt * 32, (int)n0, zb * p.w_z[1]);
         if (kt < ntiles) kg_bulk_load(ss + st * 1024 + 512, p.sf[1] + zb * p.sf_bs[1] + ((n0 / 128) * p.sf_groups + kt * 4 / 4) * 512, 512u, full + st);
-        st = st + 1 == 4 ? 0 : st + 1;
+        st = st + 1 == 8 ? 0 : st + 1;
       }
     }
     /* split: the producer warps take part in the cluster's two barriers of the epilogue */
@@ -407,7 +407,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
     uint32_t a[2][4][4];
 #pragma unroll
     for (int u = 0; u < 2; u++) {
-      const int kt = kt0 + u, st = rs + u;   /* rs is a multiple of 2: st < 4 */
+      const int kt = kt0 + u, st = rs + u;   /* rs is a multiple of 2: st < 8 */
       kg_mbar_wait(full + st, phase);
       const uint4 *wp = (const uint4 *)(sw + st * 4096);
       const uint4 x[2][2] = { { wp[2 * r0], wp[2 * r0 + 1] }, { wp[2 * r0 + 16], wp[2 * r0 + 17] } };
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
 #pragma unroll
       for (int u = 0; u < 2; u++) kg_mbar_arrive(empty + rs + u);
     rs += 2;
-    if (rs == 4) { rs = 0; phase ^= 1u; }
+    if (rs == 8) { rs = 0; phase ^= 1u; }
   }
   /* Epilogue. Once both warpgroups' MMAs are done the stage buffers are free: each thread puts its
   ** sums there, product i's tile [128][LDT] f32 (row of A, output column; LDT = columns + 4 keeps
@@ -587,11 +587,11 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_tm
   }
   dim3 grid((unsigned)((args->n + 63) / 64 * batches), (unsigned)((args->m + 127) / 128), (unsigned)p.splits);
   dim3 block(384);
-  cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_tm128_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 87104);
+  cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_geglu_d2_sf128x4_tm128_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 173184);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   cudaLaunchConfig_t cfg_ = {};
   cudaLaunchAttribute attr_[1];
-  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 87104; cfg_.stream = stream;
+  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 173184; cfg_.stream = stream;
   attr_[0].id = cudaLaunchAttributeClusterDimension;
   attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(p.splits);
   cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
