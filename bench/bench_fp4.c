@@ -36,7 +36,9 @@
 ** launches as usual). Its output must equal kg's without the flag bit for bit. Per weight shape
 ** also the read floor ("read us"): bench/peer_kernels.cu's kgb_read_bytes streaming the same FP4
 ** weight bytes and nothing else, timed the same way (rotated sets, back-to-back launches), and
-** "peer/read", the largest peer/kg any kernel that reads those bytes could reach in this run.
+** "peer/read", the largest peer/kg any kernel that reads those bytes could reach in this run;
+** with the pdl columns also that kernel as a programmatic dependent launch ("rd pdl", the
+** floor of the "pdl us" column) and "peer/rdp".
 ** Checks of the timed run (outputs poisoned with NaN first): 64 sampled
 ** outputs against a double-precision reference on the dequantized weights
 ** (host loop here), and kg against the peer norm-wise.
@@ -65,7 +67,7 @@
 int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, int64_t ldx1, void *out, int64_t ldo, int64_t m,
                       int64_t n, void *stream);
 int kgb_read_bytes(const void *p0, int64_t n0, const void *p1, int64_t n1, const void *p2, int64_t n2, void *sink,
-                   void *stream);
+                   int pdl, void *stream);
 
 #define MAX_SETS 8
 #define MAX_EXPERTS 8
@@ -84,7 +86,7 @@ static struct {
   bench_run run;                /* device, versions, commit, date */
   double copy_tbs, copy_ms;
   int nrows, fails;
-  char table[MAX_ROWS][320];
+  char table[MAX_ROWS][360];
   const char *force_variant;    /* KG_BENCH_VARIANT */
   int pdl;                      /* KG_BENCH_PDL */
   const char *ms;               /* KG_BENCH_MS */
@@ -162,7 +164,8 @@ typedef struct weights {
   uint16_t *h_deq;                   /* host copy of set 0's deq */
   double fp4_bytes;                  /* bytes kg must read per launch: values + scales */
   double read_ms;                    /* read floor: kgb_read_bytes of those bytes, timed as kg is */
-  int read_err;
+  double read_pdl_ms;                /* the same launched as a programmatic dependent launch (G.pdl) */
+  int read_err, read_pdl;
 } weights;
 
 static void check_kg(kg_status st, const char *what) {
@@ -186,7 +189,7 @@ static int launch_read(void *ctx, int s) {
   weights *w = (weights *)ctx;
   const int64_t qb = (int64_t)w->experts * w->nw * w->n * (w->k / 2), sb = (int64_t)w->sf_bytes;
   int e = kgb_read_bytes(w->q[s], qb, w->sf[s][0], sb, w->nw > 1 ? w->sf[s][1] : NULL, w->nw > 1 ? sb : 0, G.sink,
-                         (void *)G.st);
+                         w->read_pdl, (void *)G.st);
   if (e) { w->read_err = e; return 1; }
   return 0;
 }
@@ -250,6 +253,15 @@ static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int 
   bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
   if (t.failed) bench_fatal("kgb_read_bytes", cudaGetErrorString((cudaError_t)w->read_err), __FILE__, __LINE__);
   w->read_ms = t.med;
+  if (G.pdl) {
+    memset(&t, 0, sizeof t);
+    t.fn = launch_read; t.ctx = w; t.active = 1;
+    w->read_pdl = 1;
+    bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
+    w->read_pdl = 0;
+    if (t.failed) bench_fatal("kgb_read_bytes (pdl)", cudaGetErrorString((cudaError_t)w->read_err), __FILE__, __LINE__);
+    w->read_pdl_ms = t.med;
+  }
 }
 
 static void weights_free(weights *w) {
@@ -507,7 +519,8 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     }
   }
 
-  char line[320], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-", mcol[24];
+  char line[360], kus[16] = "-", ratio[16] = "-", tb[16] = "-", pc[16] = "-", pus[16] = "-", pratio[16] = "-", mcol[24];
+  char rpus[16] = "-", rpratio[16] = "-";
   if (w->experts > 1) snprintf(mcol, sizeof mcol, "%dx%lld", w->experts, (long long)m);
   else snprintf(mcol, sizeof mcol, "%lld", (long long)m);
   const double peer = ops[best].med;
@@ -522,9 +535,13 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
       snprintf(pratio, sizeof pratio, "%.3f", peer / ops[OP_KG_PDL].med);
     }
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6s %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %s", label,
-           w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", mcol, (long long)w->n, (long long)w->k, variant, kus,
-           peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, ok ? "ok" : "FAIL");
+  if (G.pdl && w->read_pdl_ms > 0) {
+    snprintf(rpus, sizeof rpus, "%.2f", w->read_pdl_ms * 1e3);
+    snprintf(rpratio, sizeof rpratio, "%.3f", peer / w->read_pdl_ms);
+  }
+  snprintf(line, sizeof line, "%-8s %-5s %6s %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %7s %8s %s",
+           label, w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", mcol, (long long)w->n, (long long)w->k, variant, kus,
+           peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, rpus, rpratio, ok ? "ok" : "FAIL");
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
   fflush(stdout);
   table_add(line);
@@ -579,13 +596,14 @@ static void run_quant(kg_fp4_format f, uint64_t *rng) {
   memset(&t, 0, sizeof t);
   t.fn = launch_quant; t.ctx = &Q; t.active = 1;
   bench_time(&t, 1, G.reps, G.st, WARM_MS, SAMPLE_MS);   /* input 235 MB: L2 holds none of it */
-  char line[256];
+  char line[360];
   const char *short_name = strstr(name, "_cuda_") ? strstr(name, "_cuda_") + 6 : name;
   const double in_tbs = (double)elems * 2 / (t.med * 1e-3) / 1e12;
   const double all_tbs = ((double)elems * 2 + (double)elems / 2 + (double)sfb) / (t.med * 1e-3) / 1e12;
-  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %7s %8s %7s %9s %s (read+write %.3f TB/s)",
+  snprintf(line, sizeof line, "quantize %-5s %6lld %6s %6lld %-54.54s %9.2f %9s %7s %7.3f %6.1f %7s %8s %7s %9s %7s %8s %s (read+write %.3f TB/s)",
            f == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", (long long)rows, "-", (long long)k, short_name,
-           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, "-", "-", "-", "-", t.failed ? "FAIL" : "ok", all_tbs);
+           t.med * 1e3, "-", "-", in_tbs, 100.0 * in_tbs / G.copy_tbs, "-", "-", "-", "-", "-", "-", t.failed ? "FAIL" : "ok",
+           all_tbs);
   printf("%s\n", line);
   table_add(line);
   G.fails += t.failed;
@@ -602,7 +620,7 @@ static void print_header(void) {
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
 }
 
-static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read check";
+static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read  rd pdl peer/rdp check";
 
 static void print_table(void) {
   printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
@@ -615,7 +633,8 @@ static void print_table(void) {
          "kg variant with exec.flags = KG_EXEC_PDL (back-to-back launches: each may start before the one ahead ends; "
          "skinny variants only; the peer launches as usual). read: the read floor, one kernel that only streams the same FP4 "
          "weight bytes, timed as kg is (launches and ramp included); peer/read: the most any kernel reading those bytes could "
-         "show against the peer in this run.\n");
+         "show against the peer in this run. rd pdl, peer/rdp: the same read kernel as a programmatic dependent launch, "
+         "the floor of the pdl column.\n");
   printf("result: %d of %d rows passed\n", G.nrows - G.fails, G.nrows);
   fflush(stdout);
 }

@@ -14,7 +14,10 @@
 ** (16-byte loads, four in flight per thread, all SMs; the fold of the bytes is
 ** stored only if it equals a constant, which keeps the loads live): the time a
 ** kernel needs to stream those bytes, launches and ramp included. bench_fp4's
-** read floor for the FP4 weights.
+** read floor for the FP4 weights. With pdl set it is launched as a programmatic
+** dependent launch (griddepcontrol, sm_90) that lets the next launch start at
+** once and waits for the one ahead only before its store: the floor of kg's
+** KG_EXEC_PDL launches, which load their first weights the same way.
 */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -93,10 +96,12 @@ extern "C" int kgb_silu_mul_bf16(const void *x0, int64_t ldx0, const void *x1, i
   return (int)cudaGetLastError();
 }
 
-/* The buffers read by kgb_read_bytes: n[i] bytes at p[i] (n[i] == 0: none). */
-typedef struct kgb_bufs { const unsigned char *p[3]; int64_t n[3]; } kgb_bufs;
+/* The buffers read by kgb_read_bytes: n[i] bytes at p[i] (n[i] == 0: none); pdl: launched as a
+** programmatic dependent launch. */
+typedef struct kgb_bufs { const unsigned char *p[3]; int64_t n[3]; int pdl; } kgb_bufs;
 
 __global__ void kgb_read_bytes_kernel(kgb_bufs b, unsigned *sink) {
+  if (b.pdl) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int64_t step = (int64_t)gridDim.x * blockDim.x, tid = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   unsigned x = 0;
   for (int i = 0; i < 3; i++) {
@@ -110,17 +115,28 @@ __global__ void kgb_read_bytes_kernel(kgb_bufs b, unsigned *sink) {
     for (; j < nv; j += step) { const uint4 a = __ldg(v + j); x ^= a.x ^ a.y ^ a.z ^ a.w; }
     for (int64_t t = nv * 16 + tid; t < b.n[i]; t += step) x ^= b.p[i][t];   /* bytes past the last 16 */
   }
+  if (b.pdl) asm volatile("griddepcontrol.wait;" ::: "memory");   /* the launch ahead may write sink */
   if (x == 0x9e3779b9u) *sink = x;
 }
 
 /* Read n0 bytes at p0, n1 at p1, n2 at p2 (16-byte aligned; n == 0: skipped) on the given stream;
-** sink: 4 writable device bytes. Returns the launch's cudaError_t. */
+** sink: 4 writable device bytes; pdl != 0: as a programmatic dependent launch. Returns the
+** launch's cudaError_t. */
 extern "C" int kgb_read_bytes(const void *p0, int64_t n0, const void *p1, int64_t n1, const void *p2, int64_t n2,
-                              void *sink, void *stream) {
+                              void *sink, int pdl, void *stream) {
   int sms = 0;
   const cudaError_t se = kgb_sm_count(&sms);
   if (se != cudaSuccess) return (int)se;
-  kgb_bufs b = { { (const unsigned char *)p0, (const unsigned char *)p1, (const unsigned char *)p2 }, { n0, n1, n2 } };
-  kgb_read_bytes_kernel<<<(unsigned)sms * 8, 256, 0, (cudaStream_t)stream>>>(b, (unsigned *)sink);
-  return (int)cudaGetLastError();
+  kgb_bufs b = { { (const unsigned char *)p0, (const unsigned char *)p1, (const unsigned char *)p2 }, { n0, n1, n2 },
+                 pdl != 0 };
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.gridDim = dim3((unsigned)sms * 8);
+  cfg.blockDim = dim3(256);
+  cfg.stream = (cudaStream_t)stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return (int)cudaLaunchKernelEx(&cfg, kgb_read_bytes_kernel, b, (unsigned *)sink);
 }
