@@ -194,6 +194,20 @@ static int launch_read(void *ctx, int s) {
   return 0;
 }
 
+/* Per-launch ms (median) of the read floor on w's sets; pdl: as programmatic dependent launches. */
+static double time_read(weights *w, int pdl) {
+  bench_timer t;
+  memset(&t, 0, sizeof t);
+  t.fn = launch_read; t.ctx = w; t.active = 1;
+  w->read_pdl = pdl;
+  bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
+  w->read_pdl = 0;
+  if (t.failed)
+    bench_fatal(pdl ? "kgb_read_bytes (pdl)" : "kgb_read_bytes", cudaGetErrorString((cudaError_t)w->read_err), __FILE__,
+                __LINE__);
+  return t.med;
+}
+
 static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int nw, int experts, uint64_t *rng) {
   memset(w, 0, sizeof *w);
   if (experts < 1 || experts > MAX_EXPERTS) { fprintf(stderr, "bench_fp4: %d experts\n", experts); exit(2); }
@@ -247,21 +261,8 @@ static void weights_make(weights *w, kg_fp4_format f, int64_t n, int64_t k, int 
   CK(cudaStreamSynchronize(G.st));
   CK(cudaMemcpy(w->h_deq, w->deq[0], elems * 2, cudaMemcpyDeviceToHost));
   free(h);
-  bench_timer t;
-  memset(&t, 0, sizeof t);
-  t.fn = launch_read; t.ctx = w; t.active = 1;
-  bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
-  if (t.failed) bench_fatal("kgb_read_bytes", cudaGetErrorString((cudaError_t)w->read_err), __FILE__, __LINE__);
-  w->read_ms = t.med;
-  if (G.pdl) {
-    memset(&t, 0, sizeof t);
-    t.fn = launch_read; t.ctx = w; t.active = 1;
-    w->read_pdl = 1;
-    bench_time(&t, w->nsets, G.reps, G.st, WARM_MS, SAMPLE_MS);
-    w->read_pdl = 0;
-    if (t.failed) bench_fatal("kgb_read_bytes (pdl)", cudaGetErrorString((cudaError_t)w->read_err), __FILE__, __LINE__);
-    w->read_pdl_ms = t.med;
-  }
+  w->read_ms = time_read(w, 0);
+  if (G.pdl) w->read_pdl_ms = time_read(w, 1);
 }
 
 static void weights_free(weights *w) {
