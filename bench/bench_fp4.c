@@ -54,7 +54,7 @@
 **                          dequantize path name as select prints it ("dequantize + kg_gemm_cuda_...");
 **                          rows of the other op (or shape) it does not fit show "-" for kg
 **   KG_BENCH_OPS=dual,moe8 only the rows of these ops (gemm, dual, moe8, quantize; default all)
-**   KG_BENCH_PDL=0         no KG_EXEC_PDL columns (default 1)
+**   KG_BENCH_PDL=0         no KG_EXEC_PDL columns, nor the PDL read floor (default 1)
 **   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
 **   KG_BENCH_SEED=N        RNG seed (default 1)
 **   KG_COMMIT=SHA          commit to print when git is not available
