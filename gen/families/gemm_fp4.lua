@@ -23,30 +23,17 @@ local KERNELS = { c = { blocked = true }, cuda = { warp = true, skinny = true, m
                   hip = { warp = true, mma = true } }
 local KERNEL_ORDER = { "blocked", "warp", "skinny", "mma", "tensorop" }
 local DEFAULT_KERNEL = { c = "blocked", cuda = "warp", hip = "warp" }
--- Largest m the small-M kernels take. warp: accumulators per lane. skinny: two
--- 8-row tiles of A per block, and m > 16 in slices of A (16 rows, or 32 / 64 in
--- the warpgroup form), each its own blocks, that dequantize the weights again
--- (their reads shared through L2). Measured on the H200 against the dequantize
--- path with the sync GEMMs of the time (bench/results, K = 4096 unless noted), us:
--- GEMM m = 256: 4096x4096 35.8 against 74.8, 14336x4096 99.4 against 122.4,
--- 4096x14336 95.7 against 230.4; m = 384: 57.9 / 146.6 / 181.1 against 75.2 / 170.1 / 230.6; m = 512: 57.9 /
--- 196.2 / 182.9 against 75.8 / 178.5 / 231.6 (the one shape the path wins);
--- DualGemm 14336x4096, m = 256 213.4 against 242.1, m = 384 314.6 against 315.0,
--- m = 512 364.7 against 383.7. Above, every 128 rows of A cost the slices one more
--- decode of the weights, while the path's time grows more slowly with m (m = 1024:
--- 84 / 302 / 262 us, bench/results 9991c7c). Callers that give the path no workspace
--- get these kernels up to here.
+-- Largest m the small-M kernels take. warp: its accumulators per lane. skinny: m > 16 runs
+-- in slices of A (16 rows, or 32 / 64 / 128 in the warpgroup form), each its own blocks that
+-- decode the weights again (their reads shared through L2), so its time grows with m faster
+-- than the dequantize path's; up to 512 it measured ahead of the path or close to it on the
+-- H200 (docs/architecture.md, FP4 item 4). Callers that give the path no workspace get these
+-- kernels up to here.
 F.MAX_M = { warp = 16, skinny = 512 }
--- Largest m at which a small-M kernel is preferred to the dequantize path (kg.h) on the
--- GPU: above it, up to MAX_M, the path runs where the caller gives its workspace (the
--- kernel still runs without one). Measured on the H200 after the path's bf16 GEMM and
--- DualGemm took the ws schedule (bench/results 2026-12-02 f73f6c1), kernel against path, us,
--- 14336x4096 / 4096x14336 / 4096x4096: NVFP4 GEMM m = 320 143.9 / 151.9 / 50.0 against
--- 146.4 / 143.3 / 48.9; m = 384 145.1 / 151.8 / 50.6 against 143.8 / 143.3 / 47.4; m = 512
--- 196.1 / 153.7 / 50.7 against 171.1 / 152.0 / 48.3 (MXFP4 alike within 4%); DualGemm
--- 14336x4096 NVFP4 / MXFP4 m = 320 270.8 / 255.9 against 308.7 / 291.6, m = 384 324.0 /
--- 306.2 against 283.4 / 265.1, m = 512 376.7 / 351.9 against 338.5 / 314.2 (m = 448: the
--- kernel 6-9% ahead); m = 256: the kernel ahead everywhere (by 16-55%).
+-- Largest m at which the skinny kernel is preferred to the dequantize path (kg.h) on GPUs:
+-- above it, up to MAX_M, the path runs where the caller gives its workspace (the kernel where
+-- not). From m = 320 to 512 the two measured within about 15% of each other on the H200, the
+-- path ahead more often (bench/results 2026-12-02 f73f6c1).
 F.PATH_M = { skinny = 320 }
 -- skinny kernel (CUDA, fp4/gemm_skinny.kgt), per family: each 16-row slice of A
 -- as one or two 8-row tiles; up to KSPLIT_MAX warps split K (the launch picks how many); a
@@ -55,9 +42,9 @@ F.PATH_M = { skinny = 320 }
 -- keeps RING 128-wide K chunks of weight loads in flight (registers: RING * TILES
 -- * NB * 8 per lane). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
 -- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of
--- A per slice (8 or 16; GEMM 16: one m64n128 slice for m > 64 where its blocks fill the SMs, 245
--- registers, two warpgroups sharing the staged A where they overfill them; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with a few
--- spilled words, H200 14336x4096 m = 64: 65 us against 88 in two 32-row slices).
+-- A per slice (GEMM 16: one m64n128 slice for m > 64 where its blocks fill the SMs, 245
+-- registers; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with a
+-- few words spilled, faster than two 32-row slices).
 F.SKINNY = { gemm = { ksplit_max = 16, tiles = 2, ring = 2, wg = { group = 8, mt = 16 } },
              dual = { ksplit_max = 16, tiles = 1, ring = 2, wg = { group = 4, mt = 8 } } }
 -- mma kernel: block tile and warps (WM x WN) per backend. CUDA: 64x64 on 2x2
@@ -67,27 +54,14 @@ F.MMA_TILE = { cuda = { tm = 64, tn = 64, tk = 32, wm = 2, wn = 2 }, hip = { tm 
 -- tensorop kernel (CUDA, W4A16 bf16, 128x4 scales; fp4/gemm_tensorop.kgt): the weights,
 -- decoded by the MMA warpgroups, are wgmma's register operand, A comes by bulk tensor copies;
 -- block tile tn weight rows (64 per warpgroup; the DualGemm: tn / 2 rows of each weight, one
--- warpgroup per weight, so tn / 2 output columns) x tm rows of A, K tiles of tk, stages deep, ku
--- K tiles per wait on the MMAs. Dispatch prefers it to every other kernel of its key except
--- where m <= tm / 2, where its twin with the other tile size is estimated faster, or m <=
--- MAX_M.skinny and its tiles fill less than 3/4 of the SMs (2/3 with K splits; descriptor
--- tile_m and fill_m, runtime/src/kg_fp4.c). H200, NVFP4, kernel us (bench/results
--- 2026-12-02 d7e43cb): 14336x4096 m = 128 68.1 against the skinny kernel's 51.6, m = 192 55.7
--- against 97.3, m = 512 111.2 against the dequantize path's 171.6, m = 4096 793.9 against 884.5;
--- 4096x4096 m = 512 51.1 against 47.0 (32 x 2 tiles), m = 1024 57.4 against 79.0. Measured
--- forms: tm 128 (0.45-0.58x cuBLAS), one K tile per wait (0.72-0.82x at m >= 1024), 6 stages
--- (10-20% slower than 4). DualGemm (2026-12-02 75fd010): SwiGLU 14336x4096 m = 1024 473 us
--- against the dequantize path's 525.
--- Per tile_m (the axis): tm rows of A per block. Dispatch picks the tile size by an estimate of
--- the time (kg__fp4t_cost, kg_internal.h): 128 rows run m 65 .. 256 where their tiles come in fewer
--- rounds or splits (H200, NVFP4 GEMM, kernel us, bench/results 2026-12-02 fp4-tensorop-tile-m:
--- m = 128 14336x4096 44.1, 4096x14336 48.2, 4096x4096 20.8 against the skinny kernel's 51.0, 74.6,
--- 26.6; DualGemm SwiGLU 14336x4096 83.9 against 112.4). Tiles of 64 rows lost to the skinny
--- kernel at m = 32 and 64 (4096x4096 m = 64: 18.7 against 15.2) and are not built.
--- Stages: 128 rows keep 8 (4 K groups of loads ahead of the MMAs; H200, NVFP4 GEMM m = 128,
--- 14336x4096 38.9 us against 44.8 with 4, 39.4 with 6 or 10; DualGemm SwiGLU 88.8 against 92.8),
--- 256 rows 4 (6 measured slower for the DualGemm: m = 1024 491 against 452 us)
--- (bench/results 2026-12-04 fp4-tensorop-stages).
+-- warpgroup per weight) x tm rows of A (the axis tile_m), K tiles of tk, `stages` deep, ku K
+-- tiles per wait on the MMAs. Dispatch (descriptor tile_m and fill_m, runtime/src/kg_fp4.c)
+-- tries it before the other kernels of its key, except for m <= tm / 2 and, up to
+-- MAX_M.skinny, where its tiles fill less than 3/4 of the SMs (2/3 with K splits); of the two
+-- tile sizes it takes the one kg__fp4t_cost (kg_internal.h) estimates faster. Tiles of 64 rows
+-- lost to the skinny kernel at m = 32 and 64 and are not built. Stages: 8 for 128 rows (4, 6
+-- and 10 were slower), 4 for 256 (6 made the DualGemm slower). H200 figures:
+-- docs/architecture.md, FP4 item 5, and bench/results 2026-12-04 fp4-tensorop-stages.
 F.TENSOROP = { [256] = { tm = 256, tn = 128, tk = 64, stages = 4, ku = 2 },
                [128] = { tm = 128, tn = 128, tk = 64, stages = 8, ku = 2 } }
 

@@ -147,7 +147,7 @@ static constexpr __host__ __device__ int fp4s_slice_rows(int mt) { return mt > 2
 /* Most threads per block of an instantiation: the warpgroup forms with the most accumulators
 ** (m64n128, m64n64 of one warpgroup, or two products) take 256, so that 255 registers hold them;
 ** the GEMM's m64n64 pairs (WG = 2) fit 128 registers and take two K ranges where that fills the
-** SMs (H200, K = 4096, m = 64, N = 14336: 37.3 us against 44.2 with one). */
+** SMs (measured faster than one). */
 static constexpr int fp4s_max_threads(int mt, int wg) { return wg && (mt > 8 || (NB > 1 && mt > 2) || (wg == 1 && mt > 4)) ? 256 : KSPLIT_MAX * WS; }
 
 typedef struct fp4s_params {
@@ -515,9 +515,8 @@ static __device__ __forceinline__ void kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_
   const int64_t chunks = (p.k + KC - 1) / KC, whole = p.k / KC;
   const int64_t c_beg = (int64_t)kw * p.per, c_end = c_beg + p.per < chunks ? c_beg + p.per : chunks;
   /* whole chunks: the same for every lane of the warp. The shuffle from lane 0 says so to ptxas:
-  ** without it the WG loop's MMAs sit on a divergent path and are serialized (C7520). H200, us,
-  ** with / without: GEMM m = 40, N = 14336 34.0 / 37.0; m = 8 16.0 / 16.8; DualGemm m = 16
-  ** 34.3 / 35.2. Not in the GEMM's two-tile kernel (m 9..16): 20.9 / 20.4. */
+  ** without it the WG loop's MMAs sit on a divergent path and are serialized (C7520), and the
+  ** mma.sync kernels measured faster with it too, except the GEMM's two-tile one (m 9..16). */
   const int live_lane = c_end < whole ? (int)(c_end - c_beg) : whole > c_beg ? (int)(whole - c_beg) : 0;
   const int live = WG || MT < 2 || NB > 1 ? __shfl_sync(0xffffffffu, live_lane, 0) : live_lane;
   /* this lane's A rows gl (+ 8), element 32 tl of chunk c_beg. Rows from m on read row
@@ -866,9 +865,8 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
   if (!WG && RT == 2 && p.slices == 1 && batches == 1 && tiles > sms && tiles % sms != 0) {
     /* a mixed grid: b blocks, c whole waves of the SMs, of which the first t16 - b (p.wide) take
     ** two 16-row tiles and the rest one. The SMs filled a wave at a time, none then takes more than
-    ** c + ceil(p.wide / sms) tiles instead of 2c: taken where that is fewer. H200, K = 4096,
-    ** N = 14336: m = 16 20.0 against 20.4 us (with PDL 17.2 against 17.8), m = 2 15.3 against
-    ** 15.6 (13.5 against 14.0); N = 28672 (7 + 7 tiles either way), m = 4: 27.8 against 27.5 */
+    ** c + ceil(p.wide / sms) tiles instead of 2c: taken where that is fewer (measured 2-4% faster
+    ** where it applies) */
     const int64_t t16 = (args->n + 15) / 16, c = (tiles + sms - 1) / sms, b = c * sms;
     if (b < t16 && (t16 - b + sms - 1) / sms < c) { p.wide = (unsigned)(t16 - b); tiles = b; }
   }
@@ -915,22 +913,15 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_launch(const kg_gemm_f
 
 /* m > 16: the warpgroup form's 8-row tiles of A per slice (MT), or 0 for the 16-row slices of the
 ** m <= 16 kernel. m > 64: one slice of 128 rows (MT = 16) when its blocks of WG_ROWS
-** weight rows are at least one per SM (H200, K = 4096, m = 128: N = 14336 78.7 against 90.5 us
-** in two 64-row slices, N = 8448 42.6 against 48.9; m = 72 78.8 against 88.8), or, for m > 256, when
-** the 64-row slices' blocks of two warpgroups would take more waves of the SMs than its own (N = 4096,
-** m = 384 / 512: 50.3 / 50.3 us against 57.1 / 56.9, K = 14336 151.9 / 153.0 against 180.6 / 180.2;
-** N = 2900, m = 300, one wave each: 49.7 against 35.0). Else MT = 8 (m > 32:
+** weight rows are at least one per SM (each weight decoded once for all of A), or, for m > 256,
+** when the 64-row slices' blocks of two warpgroups would take more waves of the SMs than its own.
+** Else MT = 8 (m > 32:
 ** slices of 64 rows), then MT = 4 (slices of 32), the first whose blocks, W slices counted,
 ** are at least one per SM, or at least 7/8 of one per SM where the S 16-row slices would decode
-** the weights at least 2.75 W times. MT = 4 above m = 32 only where its blocks are 7/8 to 1 per SM
-** (each block then takes 4 K ranges; beyond one per SM, 2): at m = 72 / 80, N = 4096 (192 blocks),
-** three 32-row slices took 27.0 us against 24.0 in slices of 16 (N = 3000, 141 blocks: 26.6
-** against 19.3; m = 128, N = 3000, 188 blocks: 26.8 against 27.6).
-** H200 (K = 4096): N = 14336 ran faster in warpgroups; in the 7/8 band one 64-row slice
-** took as long as 2.75 to 3 slices of 16 rows (N = 7680, m = 64: 27.6 against 35.4 us; N = 4096,
-** m = 128: 26.8 against 35.0; m = 80 (S = 5, W = 2): 72.4 against 68.6 at K = 14336); N = 4096,
-** m = 64: two 32-row slices 16.1 against 19.6 in four of 16 rows (K = 14336: 39.2 against 54.2),
-** one 64-row slice 26.8; m = 128, N = 2048: four 32-row slices 15.6 against 19.2. */
+** the weights at least 2.75 W times (there one 64-row slice measured as fast as 2.75 to 3 slices
+** of 16 rows). MT = 4 above m = 32 only where its blocks are 7/8 to 1 per SM (each block then
+** takes 4 K ranges; with more blocks, 2 each, it measured slower than the 16-row slices). Fewer
+** blocks leave SMs idle: the 16-row slices then (H200 figures: docs/architecture.md, FP4 item 4). */
 /* Blocks of one warpgroup (WG_ROWS weight rows) of the warpgroup form with MT 8-row tiles of A per
 ** slice, slices and batches counted. */
 static int64_t kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_blocks(const kg_gemm_fp4_args *args, int mt) {
@@ -961,24 +952,17 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_mt(const kg_gemm_fp4_args
 /* The warpgroup form with MT 8-row tiles of A per slice (_wg_mt; MT >= 8) in blocks of two
 ** warpgroups (WG = 2: 128 weight rows, the staged A shared by both: half the staging per weight
 ** row) where the blocks of one warpgroup (64 rows, slices counted) would be more than one per SM;
-** else those. H200, K = 4096, us (with KG_EXEC_PDL): GEMM m = 64, N = 14336 37.1 (35.0) against
-** 45.2 (43.7) in blocks of one, N = 28672 60.4 (58.5) against 86.2 (84.3), N = 8704 35.8 (34.2)
-** against 43.9 (42.5); m = 128, N = 14336 (MT 16) 50.9 (49.0) against 78.4 (67.8); DualGemm
-** m = 128 (two 64-row slices), N = 14336 110.7 (108.0) against 114.1 (111.7). */
+** else those. */
 static int kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_pair(const kg_gemm_fp4_args *args, int mt) {
   return kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_wg_blocks(args, mt) > fp4s_sms();
 }
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
 ** per warp, or one when the blocks of 32 rows would be fewer than the SMs (MT = 1) or
-** than half of them (MT = 2), so that the smaller blocks put twice the warps to work. H200, K = 4096:
-** m = 1 N = 1024 5.6 against 7.1 us, N = 4096 8.1 against 8.6; m = 16 N = 2048 7.5 against 8.6,
-** but N = 3000 10.3 against 9.2 (94 blocks of 32 rows for 132 SMs). Under PDL, back to back,
-** m = 1 N = 2048 took 4.8 us in 64 blocks of 32 rows against 5.2 in 128 of 16. At m = 1 (its 8 rows of A
-** are one row, so the narrower blocks cost no more A traffic) also where they load the fullest SM with
-** fewer weight rows, except under PDL, where the kernel behind takes the SMs that finish early: N = 14336
-** (7 blocks of 16 rows on the fullest SM against 4 of 32) 14.2 against 15.0 us, K = 14336 38.2 against
-** 40.4; with PDL 13.9 against 13.3; m = 8 17.2 against 15.9. */
+** than half of them (MT = 2), so that the smaller blocks put twice the warps to work; at m = 1 (its
+** 8 rows of A are one row, so narrower blocks cost no more A traffic) also where they put fewer
+** weight rows on the fullest SM, except under PDL, where the kernel behind takes the SMs that
+** finish early. */
 template <int MT, int SF16>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_f16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
