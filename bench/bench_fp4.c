@@ -12,8 +12,9 @@
 **     on [W0 || W1] + silu*mul (bench/peer_kernels.cu), on dequantized weights.
 **   - Batched W4A16 DualGemm SwiGLU, the MoE gate-up projection ("moe8", M column
 **     "8x<m>"): 8 experts, each with its own W0, W1 (and scale groups, global
-**     scales) and its own m rows of A, K = 4096, N = 14336, m in {256, 1024}
-**     (KG_BENCH_MS: its values above 128). Peer: the same two forms with
+**     scales) and its own m rows of A, K = 4096, N = 14336, m in {16, 256, 1024}
+**     (MXFP4: 16, 1024; KG_BENCH_MS: its values). m = 16 is a decode step's MoE
+**     (e.g. 64 tokens, top-2 of 8 experts). Peer: the same two forms with
 **     cublasGemmStridedBatchedEx over the experts, silu*mul over all rows.
 **   - quantize: bf16 [16384, 7168] -> NVFP4 (with a global scale) and MXFP4,
 **     128x4 scales; TB/s of input read.
@@ -676,7 +677,7 @@ int main(int argc, char **argv) {
   uint64_t rng = G.seed * 0x9E3779B97F4A7C15ull + 11;
   static const int64_t GEMM_MS[] = { 1, 16, 128, 1024, 4096 };
   static const int64_t NK[][2] = { { 4096, 4096 }, { 14336, 4096 }, { 4096, 14336 } };
-  static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 }, MOE_MS[] = { 256, 1024 };
+  static const int64_t DUAL_MS[] = { 1, 16, 128, 1024, 4096, 8192 }, MOE_MS[] = { 16, 256, 1024 };
   /* KG_BENCH_MS: its values in list order (up to 16), else the tables above */
   int64_t MS_LIST[16];
   int n_ms = 0;
@@ -710,14 +711,14 @@ int main(int argc, char **argv) {
       }
       weights_free(&w);
     }
-    /* the MoE gate-up projection: 8 experts of m rows each (NVFP4 m 256, 1024; MXFP4 1024; KG_BENCH_MS:
-    ** its values above 128) */
-    const int n_moe = G.quick || !op_selected("moe8") ? 0 : G.ms ? n_ms : 2;
+    /* the MoE gate-up projection: 8 experts of m rows each (NVFP4 m 16, 256, 1024; MXFP4 16, 1024;
+    ** KG_BENCH_MS: its values) */
+    const int n_moe = G.quick || !op_selected("moe8") ? 0 : G.ms ? n_ms : 3;
     int64_t moe_ms[16];
     int n_run = 0;
     for (int i = 0; i < n_moe; i++) {
       const int64_t m = G.ms ? MS_LIST[i] : MOE_MS[i];
-      if (m > 128 && (G.ms || fmt == KG_FP4_NVFP4 || m == 1024)) moe_ms[n_run++] = m;
+      if (m >= 1 && (G.ms || fmt == KG_FP4_NVFP4 || m != 256)) moe_ms[n_run++] = m;
     }
     if (n_run == 0) continue;
     weights_make(&w, fmt, 14336, 4096, 2, MAX_EXPERTS, &rng);
