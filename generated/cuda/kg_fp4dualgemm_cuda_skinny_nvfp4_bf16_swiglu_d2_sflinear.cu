@@ -787,7 +787,7 @@ static fp4s_params kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_para
 ** the warpgroup form (RT = 1).
 ** ks: the most K-range owners (warps, or warpgroups) per block (<= one per K chunk) for which
 ** the SMs hold every block of the grid at once (blocks per SM from the occupancy query,
-** cached per ks); each owner takes ceil(chunks / ks) chunks. */
+** cached per ks), and no fewer than ks_min below; each owner takes ceil(chunks / ks) chunks. */
 template <int MT, int RT, int SF16, int WG, int XS = 0>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   cudaStream_t stream = (cudaStream_t)exec->stream;
@@ -812,13 +812,18 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_launch
     const cudaError_t se = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_skinny_nvfp4_bf16_swiglu_d2_sflinear_kernel<MT, RT, 2, SF16, WG, XS>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_MAX);
     if (se != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(se)); return KG_ERROR_BACKEND; }
   }
+  /* blocks of one warp (one owner of one warp) measured slower, on grids the SMs hold at once and
+  ** on grids of several waves, which take this floor: at least 2 owners where K has 2 chunks
+  ** (H200, NVFP4 SwiGLU DualGemm 14336x4096, us: m = 4 33.9 against 26.9; 8 experts of m = 4,
+  ** 3.4 waves of one-warp blocks, 212.2 against 192.1) */
+  const int ks_min = !WG && !XS && chunks >= 2 ? 2 : 1;
   int ks = fp4s_max_threads(MT, WG) / owner;
   size_t smem = 0;
   for (;; ks--) {
     /* the owners' sums ([ks][NB][rows / 16][MT][ACC][WS] floats); WG: the staging buffers
     ** (1024-aligned), which the sums reuse */
     smem = WG ? 1024 + (size_t)ks * WG_BUFS * 8 * MT * KC * 2 : (size_t)ks * NB * (rows / 16) * MT * ACC * WS * sizeof(float);
-    if (ks == 1) break;
+    if (ks == ks_min) break;
     if (ks > chunks || smem > SMEM_MAX) continue;
     int nb = per_sm[ks];
     if (nb == 0) {
