@@ -861,8 +861,8 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch(
   ** slower, on grids the SMs hold at once and on grids of several waves, which take this floor
   ** (H200, NVFP4 SwiGLU DualGemm 14336x4096, us: m = 4 33.9 against 26.9; 8 experts of m = 4,
   ** 3.4 waves of one-warp blocks, 212.2 against 192.1). XS too (its owners are 2 warps; 8 experts
-  ** of m = 1: within 2%), so that at m = 1 the kernel taken under KG_EXEC_PDL splits K as XS does
-  ** and gives the same bits. */
+  ** of m = 1: within 2%), so that on grids of several waves the kernel taken at m = 1 under
+  ** KG_EXEC_PDL splits K as XS does and gives the same bits. */
   const int ks_min = !WG && chunks >= 2 ? 2 : 1;
   int ks = fp4s_max_threads(MT, WG) / owner;
   size_t smem = 0;
