@@ -28,7 +28,8 @@
 ** slices in blocks of two warpgroups at m 200 (n 4300 x 2 batches) and 512, 16-row slices at m 300),
 ** n 1, 7, 129, 300, 1000, 2200, 4300, 7000, 8500 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
 ** 2560, 4096 and 8576 (ragged last chunk, kv not a multiple of 4; 2200 rows: more skinny
-** blocks than SMs, 8576: long K ranges per warp, 7000 x 600: K chunks that do not divide evenly
+** blocks than SMs, 8500 x 3 or 8 batches at m 4 and 1: skinny grids of several waves, 8576: long K
+** ranges per warp, 7000 x 600: K chunks that do not divide evenly
 ** over the warps), batched with per-batch and shared (batch stride
 ** 0, one scale group) A / W0 / W1, C as a full matrix and as a bias row (ld 0), c NULL, NVFP4
 ** with and without global scales (one per scale group). Swizzled scale padding holds NaN scale
@@ -181,6 +182,9 @@ static const dcase CASES[] = {
   { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
   /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks: one warp owns none */
   { 1, 7000, 600, 0, 0, CN_NONE, CN_FULL, 1, 0 },
+  /* skinny grids of several waves (no K split lets the SMs hold them: 3 x 532 one-warp owners at m = 4,
+  ** 8 x 532 split-product owners at m = 1), which take the launcher's floor of 2 K ranges per block */
+  { 4, 8500, 544, 3, 0, CN_FULL, CN_NONE, 1, 0 }, { 1, 8500, 256, 8, SH_A, CN_NONE, CN_BIAS, 1, 0 },
   /* m > 16: the mma kernels and the skinny kernels (16-row slices of A) */
   { 40, 129, 544, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 }, { 17, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0 },   { 100, 129, 200, 0, 0, CN_BIAS, CN_FULL, 1, 0 },
   { 130, 300, 544, 0, 0, CN_NONE, CN_NONE, 0, 0 }, { 70, 65, 96, 3, SH_B1, CN_FULL, CN_NONE, 1, 0 },

@@ -25,9 +25,10 @@
 ** 32-row slices; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM), {130, 257} (mma kernels and skinny 16-row slices) and {140, 160, 250, 300, 385,
 ** 512} (skinny kernels, MID_CASES: 128-, 64-, 32- and 16-row slices, see there),
-** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336, 34000}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
-** 2200 rows: more skinny blocks than SMs, 8576: long K ranges per warp, 14336 x 600: K chunks that do
+** 2200 rows: more skinny blocks than SMs, 34000 rows at m 16: a skinny grid of several waves, 8576: long
+** K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
 ** blocks of two would leave SMs idle, or at m = 1 where they load the fullest SM with fewer rows (n 14336),
 ** two at m 3 and 12 n 8440 (264 blocks, whole waves of 132 SMs; the last cut by n) and m 40 n 2200, and
@@ -746,6 +747,9 @@ int main(int argc, char **argv) {
     { 16, 13999, 544, 0, 0, 1, 0 }, { 5, 14300, 600, 1, 0, 0, 0 },
     /* blocks of two tiles only (264: whole waves of the H200's SMs), the last cut by n */
     { 3, 8440, 544, 0, 1, 1, 0 }, { 12, 8440, 544, 1, 0, 1, 0 },
+    /* a skinny grid of several waves (m 9 .. 16: 1063 blocks of two tiles, mixed into 1188; no K split
+    ** lets the SMs hold them), which takes the launcher's floor of 2 K ranges per block */
+    { 16, 34000, 544, 1, 0, 1, 0 },
     /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
     ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336 (m 3 n 4300: 135 blocks, a
     ** mixed grid of 5 two-tile blocks); the smaller n above and below run one tile per warp */
