@@ -181,19 +181,19 @@ return {
   named_barrier = function(id, count)
     return string.format('asm volatile("bar.sync %%0, %%1;" :: "r"(%s), "r"(%s) : "memory")', id, count)
   end,
-  -- Thread block clusters (sm_90) of cz blocks along grid z (a block's rank in its cluster is
-  -- then blockIdx.z % cz). launch_cluster: statements that launch like `launch` and assign the
-  -- launch's error_t to err, with the cluster when the C expression cz is above 1. cluster_sync:
+  -- Thread block clusters (sm_90) of cx blocks along grid x (a block's rank in its cluster is
+  -- then blockIdx.x % cx). launch_cluster: statements that launch like `launch` and assign the
+  -- launch's error_t to err, with the cluster when the C expression cx is above 1. cluster_sync:
   -- every thread of every block of the cluster arrives (release) and waits (acquire), so shared
   -- memory written before it is readable by the cluster's blocks after it. cluster_preamble
   -- (after tma's preamble) defines kg_cluster_ld4(p, rank): four f32 at this block's shared
   -- address p, read from the shared memory of cluster block rank.
-  launch_cluster = function(kernel, grid, block, smem, stream, args, cz, err)
+  launch_cluster = function(kernel, grid, block, smem, stream, args, cx, err)
     return launch_ex(kernel, grid, block, smem, stream, args, err, {
       "  attr_[0].id = cudaLaunchAttributeClusterDimension;",
-      string.format("  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(%s);",
-                    cz),
-    }, string.format("(%s) > 1 ? 1 : 0", cz))
+      string.format("  attr_[0].val.clusterDim.x = (unsigned)(%s); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;",
+                    cx),
+    }, string.format("(%s) > 1 ? 1 : 0", cx))
   end,
   cluster_sync = 'asm volatile("barrier.cluster.arrive.release;\\n\\tbarrier.cluster.wait.acquire;" ::: "memory")',
   cluster_preamble = table.concat({

@@ -18,8 +18,9 @@
 ** mbarriers, one arrival per MMA warp): one warpgroup decodes while the other's MMAs run.
 ** Epilogue: the sums go through the free stage buffers (transposed back to rows of A), and all MMA
 ** threads store 8 consecutive outputs at a time: alpha_i / gs_i and beta_i * C_i in f32, D0 and D1
-** rounded to bf16 (stored where asked), D2 = swiglu(D0, D1). Grid: x = column tiles (batched:
-** times the batches, the batch slowest), y = tiles of A's rows. Batched (KG_MODE_BATCHED): the
+** rounded to bf16 (stored where asked), D2 = swiglu(D0, D1). Grid: x = the blocks of the tiles
+** (column tiles x tiles of A's rows x batches, the batch slowest), a tile K-split where the last round of
+** tiles would leave SMs idle (kg__fp4t_plan_for). Batched (KG_MODE_BATCHED): the
 ** bulk tensor copies take the batch as their third coordinate (0 for an operand with batch stride
 ** 0); a weight's scale group and global scale are the batch's, or group 0 where the weight is shared. */
 #include <cuda_runtime.h>
@@ -280,9 +281,10 @@ typedef struct fp4t_params {
   __nv_bfloat16 *d2; int64_t ldd2; int d2_vec;
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
-  int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
+  long long whole;                               /* tiles taking all of K: blocks 0 .. whole - 1 */
+  int splits;                                    /* K splits of each other tile: one cluster of blocks */
   int group;                                     /* launch order: row tiles of A per group (see the kernel) */
-  int col_tiles;             /* blocks of grid x per batch */
+  int col_tiles, row_tiles;                      /* tiles across n (per batch) and down m */
   int a_z, w_z[2];       /* 1: per-batch operand (batch stride != 0), 0: shared */
   int64_t sf_bs[2];      /* bytes from one scale group to the next */
   int64_t c_bs[2], d_bs[2], d2_bs;   /* batch strides of C, D, D2 (elements) */
@@ -340,11 +342,14 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   unsigned char *sw = sa + 131072, *ss = sw + 16384;
   uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
-  /* The block's tile. Blocks start in launch order (x fastest, then y); that order walks groups of
-  ** p.group row tiles of A, in a group down its row tiles first, then across the column tiles
-  ** (p.group 1: along a row tile of A, then the next); batch after batch. */
-  const unsigned long long col_n = (unsigned long long)p.col_tiles, row_n = gridDim.y;
-  const unsigned long long order = blockIdx.x + (unsigned long long)gridDim.x * blockIdx.y;
+  /* The block's tile and K split (kg__fp4t_plan_for): blocks 0 .. p.whole - 1 take tiles 0 ..
+  ** p.whole - 1 whole; then each further tile is p.splits blocks, one cluster (p.whole is a
+  ** multiple of p.splits, so a cluster rank is its split z). Blocks start in launch order (x); tile
+  ** order walks groups of p.group row tiles of A, in a group down its row tiles first, then across
+  ** the column tiles (p.group 1: along a row tile of A, then the next); batch after batch. */
+  const unsigned long long col_n = (unsigned long long)p.col_tiles, row_n = (unsigned long long)p.row_tiles;
+  const unsigned long long blk = blockIdx.x, whole = (unsigned long long)p.whole, nzs = (unsigned long long)p.splits;
+  const unsigned long long order = blk < whole ? blk : whole + (blk - whole) / nzs;
   const int zb = (int)(order / (col_n * row_n));   /* the batch */
   const unsigned long long in_batch = order - (unsigned long long)zb * col_n * row_n;
   const unsigned long long grp = (unsigned long long)p.group;
@@ -352,8 +357,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   const unsigned long long in_grp = in_batch - grp0 * col_n;
   const long long n0 = (long long)(in_grp / grp_n) * 64, m0 = (long long)(grp0 + in_grp % grp_n) * 256;
   const int ntiles = (int)((p.k + 63) / 64), pairs = (ntiles + 1) / 2;
-  /* split z (cluster rank) takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
-  const int z = (int)blockIdx.z, nz = p.splits;
+  /* split z (cluster rank) of nz takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
+  const int z = blk < whole ? 0 : (int)((blk - whole) % nzs), nz = blk < whole ? 1 : p.splits;
   const int kt_beg = (int)((long long)pairs * z / nz) * 2, kt_end = (int)((long long)pairs * (z + 1) / nz) * 2;
   if (tid == 0) {
     for (int s = 0; s < 4; s++) {
@@ -527,7 +532,6 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
   /* one batch (KG_MODE_GEMM or a batch count of 1): the batch strides are not looked at */
   const int batched = args->mode == KG_MODE_BATCHED && args->batch_count > 1;
   const int64_t batches = batched ? args->batch_count : 1;
-  p.col_tiles = (int)((args->n + 63) / 64);
   p.a_z = (batched ? args->batch_stride_a : 0) != 0;
   p.sf[0] = (const uint8_t *)args->sf_b0; p.gs[0] = args->global_scale_b0;
   p.c[0] = args->beta0 != 0.0f ? (const __nv_bfloat16 *)args->c0 : 0; p.ldc[0] = args->ldc0;
@@ -547,8 +551,11 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
   p.d2_vec = (uintptr_t)args->d2 % 16 == 0 && args->ldd2 % 8 == 0 && (batched ? args->batch_stride_d2 : 0) % 8 == 0;
   p.d2_bs = (batched ? args->batch_stride_d2 : 0);
   p.m = args->m; p.n = args->n; p.k = args->k;
+  p.col_tiles = (int)((args->n + 63) / 64);
+  p.row_tiles = (int)((args->m + 255) / 256);
   const int64_t tiles = kg__fp4t_tiles(args->m, args->n, batches, 256, 64);
-  p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
+  const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, args->k, kg__cuda_sm_count());
+  p.whole = plan.whole; p.splits = plan.splits;
   /* Weights of more than 16 MiB per batch: launch order in groups of 8 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of
   ** A, which stay in L2; else along each row tile of A, all of whose weights L2 holds. H200, K = 4096,
@@ -585,7 +592,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
       return KG_ERROR_BACKEND;
     }
   }
-  dim3 grid((unsigned)((args->n + 63) / 64 * batches), (unsigned)((args->m + 255) / 256), (unsigned)p.splits);
+  dim3 grid((unsigned)kg__fp4t_blocks(plan, tiles));
   dim3 block(384);
   cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152640);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
@@ -593,7 +600,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
   cudaLaunchAttribute attr_[1];
   cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152640; cfg_.stream = stream;
   attr_[0].id = cudaLaunchAttributeClusterDimension;
-  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(p.splits);
+  attr_[0].val.clusterDim.x = (unsigned)(p.splits); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
   e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_kernel, p, maps);
   if (e == cudaSuccess) e = cudaGetLastError();

@@ -15,8 +15,9 @@
 ** Then the 8 MMAs of those stages, one wait for them all, and the stages are released (empty
 ** mbarriers, one arrival per MMA warp): one warpgroup decodes while the other's MMAs run.
 ** Epilogue: the sums go through the free stage buffers (transposed back to rows of A), and all MMA
-** threads store 8 consecutive outputs at a time: alpha / gs and beta * C in f32. Grid: x = weight
-** tiles, y = tiles of A's rows. */
+** threads store 8 consecutive outputs at a time: alpha / gs and beta * C in f32. Grid: x = the blocks
+** of the tiles (weight tiles x tiles of A's rows), a tile K-split where the last round of tiles
+** would leave SMs idle (kg__fp4t_plan_for). */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -273,8 +274,10 @@ typedef struct fp4t_params {
   int c_vec[1], d_vec[1];                 /* 16-byte loads of C / stores of D (pointer and ld allow them) */
   float alpha[1], beta[1];
   int64_t m, n, k, kv;
-  int splits;                                    /* K splits: blocks along grid z, one cluster per tile */
+  long long whole;                               /* tiles taking all of K: blocks 0 .. whole - 1 */
+  int splits;                                    /* K splits of each other tile: one cluster of blocks */
   int group;                                     /* launch order: row tiles of A per group (see the kernel) */
+  int col_tiles, row_tiles;                      /* tiles across n and down m */
 } fp4t_params;
 /* tensor maps: A (bf16 [m, k]) and the weights (bytes [n, k/2]) */
 struct fp4t_maps { CUtensorMap a, w[1]; };
@@ -329,19 +332,22 @@ __global__ void __launch_bounds__(384, 1) kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf
   unsigned char *sw = sa + 131072, *ss = sw + 16384;
   uint64_t *full = (uint64_t *)(ss + 2048), *empty = full + 4;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
-  /* The block's tile. Blocks start in launch order (x fastest, then y); that order walks groups of
-  ** p.group row tiles of A, in a group down its row tiles first, then across the column tiles
-  ** (p.group 1: along a row tile of A, then the next). */
-  const unsigned long long col_n = gridDim.x, row_n = gridDim.y;
-  const unsigned long long order = blockIdx.x + (unsigned long long)gridDim.x * blockIdx.y;
+  /* The block's tile and K split (kg__fp4t_plan_for): blocks 0 .. p.whole - 1 take tiles 0 ..
+  ** p.whole - 1 whole; then each further tile is p.splits blocks, one cluster (p.whole is a
+  ** multiple of p.splits, so a cluster rank is its split z). Blocks start in launch order (x); tile
+  ** order walks groups of p.group row tiles of A, in a group down its row tiles first, then across
+  ** the column tiles (p.group 1: along a row tile of A, then the next). */
+  const unsigned long long col_n = (unsigned long long)p.col_tiles, row_n = (unsigned long long)p.row_tiles;
+  const unsigned long long blk = blockIdx.x, whole = (unsigned long long)p.whole, nzs = (unsigned long long)p.splits;
+  const unsigned long long order = blk < whole ? blk : whole + (blk - whole) / nzs;
   const unsigned long long in_batch = order;
   const unsigned long long grp = (unsigned long long)p.group;
   const unsigned long long grp0 = in_batch / (grp * col_n) * grp, grp_n = row_n - grp0 < grp ? row_n - grp0 : grp;
   const unsigned long long in_grp = in_batch - grp0 * col_n;
   const long long n0 = (long long)(in_grp / grp_n) * 128, m0 = (long long)(grp0 + in_grp % grp_n) * 256;
   const int ntiles = (int)((p.k + 63) / 64), pairs = (ntiles + 1) / 2;
-  /* split z (cluster rank) takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
-  const int z = (int)blockIdx.z, nz = p.splits;
+  /* split z (cluster rank) of nz takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
+  const int z = blk < whole ? 0 : (int)((blk - whole) % nzs), nz = blk < whole ? 1 : p.splits;
   const int kt_beg = (int)((long long)pairs * z / nz) * 2, kt_end = (int)((long long)pairs * (z + 1) / nz) * 2;
   if (tid == 0) {
     for (int s = 0; s < 4; s++) {
@@ -508,8 +514,11 @@ extern "C" kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4(const kg_gemm_f
   p.d_vec[0] = (uintptr_t)args->d % 16 == 0 && args->ldd % 8 == 0;
   p.alpha[0] = args->alpha; p.beta[0] = args->beta;
   p.m = args->m; p.n = args->n; p.k = args->k;
+  p.col_tiles = (int)((args->n + 127) / 128);
+  p.row_tiles = (int)((args->m + 255) / 256);
   const int64_t tiles = kg__fp4t_tiles(args->m, args->n, 1, 256, 128);
-  p.splits = kg__fp4t_splits(tiles, args->k, kg__cuda_sm_count());
+  const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, args->k, kg__cuda_sm_count());
+  p.whole = plan.whole; p.splits = plan.splits;
   /* Weights of more than 16 MiB: launch order in groups of 8 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of
   ** A, which stay in L2; else along each row tile of A, all of whose weights L2 holds. H200, K = 4096,
@@ -536,7 +545,7 @@ extern "C" kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4(const kg_gemm_f
       return KG_ERROR_BACKEND;
     }
   }
-  dim3 grid((unsigned)((args->n + 127) / 128), (unsigned)((args->m + 255) / 256), (unsigned)p.splits);
+  dim3 grid((unsigned)kg__fp4t_blocks(plan, tiles));
   dim3 block(384);
   cudaError_t e = cudaFuncSetAttribute(kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 150592);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
@@ -544,7 +553,7 @@ extern "C" kg_status kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4(const kg_gemm_f
   cudaLaunchAttribute attr_[1];
   cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 150592; cfg_.stream = stream;
   attr_[0].id = cudaLaunchAttributeClusterDimension;
-  attr_[0].val.clusterDim.x = 1; attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = (unsigned)(p.splits);
+  attr_[0].val.clusterDim.x = (unsigned)(p.splits); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
   cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
   e = cudaLaunchKernelEx(&cfg_, kg_fp4gemm_cuda_tensorop_nvfp4_bf16_sf128x4_kernel, p, maps);
   if (e == cudaSuccess) e = cudaGetLastError();

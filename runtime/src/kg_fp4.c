@@ -661,9 +661,11 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
           return why;
         }
       }
-      /* the blocks: tiles (of every batch) times the K splits the kernel launches (kg__fp4t_splits) */
+      /* the blocks: tiles (of every batch) times the K splits the kernel launches where it splits
+      ** them all (kg__fp4t_plan_for; grids that split only their last round fill the SMs) */
       const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, v->tile_m, v->tile_n);
-      const int splits = kg__fp4t_splits(tiles, g->k, sms);
+      const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, g->k, sms);
+      const int splits = plan.whole == 0 ? plan.splits : 1;
       /* unsplit grids from 3/4 of the SMs, split ones (shorter blocks) from 2/3 (H200: 32 tiles x 3
       ** splits, 96 blocks, 4096x14336 at m = 256: 66 us against the skinny kernel's 90) */
       const int num = splits > 1 ? 2 : 3, den = splits > 1 ? 3 : 4;

@@ -262,21 +262,42 @@ int kg__hip_sm_count(void);
 /* SMs (CUs) of backend b's current device; 1 for the C backend or when unknown. */
 int kg__sm_count(kg_backend b);
 
-/* FP4 tensorop kernels: K splits of a grid of `tiles` output tiles over k on `sms` SMs (one
-** block per SM; the kernels step K in groups of 128, two 64-wide tiles per wait on the MMAs).
-** The splits of a tile are one thread-block cluster that sums its partial tiles in distributed
-** shared memory. 1 where the tiles fill half the SMs; else the most splits, at most 4 and each
-** keeping 4 groups (512 of K), whose clusters all run at once: 2 x tiles blocks within the SMs,
-** 3 or 4 x tiles within 9/10 of them (clusters stay inside one GPC; H200, 132 SMs, one block
-** per SM: at most 66 clusters of 2, 39 of 3, 30 of 4, 15 of 8; a grid of 32 clusters of 4
-** took two rounds: 4096 x 4096 at m = 128, 45 us against 50 unsplit). */
-static inline int kg__fp4t_splits(int64_t tiles, int64_t k, int sms) {
-  if (tiles < 1 || 2 * tiles > sms) return 1;
+/* FP4 tensorop kernels: how a grid of `tiles` output tiles runs on `sms` SMs (one block per SM;
+** the kernels step K in groups of 128, two 64-wide tiles per wait on the MMAs). The first `whole`
+** tiles (launch order) take all of K; each of the others is `splits` blocks, one thread-block
+** cluster that sums its partial tiles in distributed shared memory. Blocks: whole + (tiles -
+** whole) * splits. Every split keeps 4 groups (512 of K).
+** - Tiles that fill at most half the SMs: all split, the most splits (at most 4) whose clusters all
+**   run at once: 2 x tiles blocks within the SMs, 3 or 4 x tiles within 9/10 of them (clusters stay
+**   inside one GPC; H200, 132 SMs, one block per SM: at most 66 clusters of 2, 39 of 3, 30 of 4, 15
+**   of 8; a grid of 32 clusters of 4 took two rounds: 4096 x 4096 at m = 128, 45 us against 50
+**   unsplit).
+** - Tiles of several rounds whose last round would fill at most half the SMs (sms even): the whole
+**   rounds unsplit, the last round's tiles in clusters of 2 (the whole tiles then run two to a
+**   cluster too: clusters of 2 use every SM, larger ones would not), so it takes half the time.
+** - Else every tile whole. */
+typedef struct kg__fp4t_plan { int64_t whole; int splits; } kg__fp4t_plan;
+static inline kg__fp4t_plan kg__fp4t_plan_for(int64_t tiles, int64_t k, int sms) {
+  kg__fp4t_plan p = { tiles, 1 };
   const int64_t groups = (k + 127) / 128;
-  for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
-    if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) return (int)s;
-  return 1;
+  if (tiles < 1 || sms < 1) return p;
+  if (2 * tiles <= sms) {
+    for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
+      if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) {
+        p.whole = 0; p.splits = (int)s;
+        break;
+      }
+    return p;
+  }
+  const int64_t whole = tiles / sms * sms, last = tiles - whole;
+  if (whole > 0 && last > 0 && sms % 2 == 0 && 2 * last <= sms && groups >= 8) {
+    p.whole = whole; p.splits = 2;
+  }
+  return p;
 }
+
+/* Blocks of plan p over `tiles` tiles. */
+static inline int64_t kg__fp4t_blocks(kg__fp4t_plan p, int64_t tiles) { return p.whole + (tiles - p.whole) * p.splits; }
 
 /* FP4 tensorop kernels: the rows of A per block (tile_m) they are built with, largest first:
 ** kg__fp4t_tile_m(i) for i < KG__FP4T_TILES. */
@@ -291,8 +312,8 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 
 /* FP4 tensorop kernels: estimated time of `batch` m x n x k problems on tiles of tm rows of A (one
 ** of kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
-** counted) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus KG__FP4T_FIXED. Fitted
-** to H200 kernel times, NVFP4 GEMM: 256 rows (bench/results 2026-12-02 fp4-tensorop-tile-m) 37.2 us
+** counted, kg__fp4t_plan_for) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus
+** KG__FP4T_FIXED. Fitted to H200 kernel times, NVFP4 GEMM: 256 rows (bench/results 2026-12-02 fp4-tensorop-tile-m) 37.2 us
 ** for 16 steps (4096 x 4096, m = 384), 57.4 for 32 (14336 x 4096, m = 256); 128 rows with 8 stages
 ** (bench/results 2026-12-04 fp4-tensorop-stages, least squares) 20.5 for 11 (4096 x 4096,
 ** m = 128), 38.9 for 32 (14336 x 4096, m = 128; 2 rounds of 37.4 at m = 192 and 256), 46.8 for 38
@@ -301,10 +322,11 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 #define KG__FP4T_STEP(tm) ((tm) == 256 ? 127 : 91)
 #define KG__FP4T_FIXED(tm) ((tm) == 256 ? 1680 : 977)
 static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms) {
-  const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, tn);
-  const int64_t s = kg__fp4t_splits(tiles, k, sms), rounds = (tiles * s + sms - 1) / sms;
-  const int64_t steps = ((k + 127) / 128 + s - 1) / s;
-  return rounds * (steps * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm));
+  const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, tn), groups = (k + 127) / 128;
+  const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
+  const int64_t whole_rounds = (p.whole + sms - 1) / sms, split_rounds = ((tiles - p.whole) * p.splits + sms - 1) / sms;
+  return whole_rounds * (groups * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm)) +
+         split_rounds * ((groups + p.splits - 1) / p.splits * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm));
 }
 
 /* Element strides of a matrix stored with layout l and leading dimension ld:

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fp4_ref.h"
+#include "kg_internal.h"
 #include "test_util.h"
 
 #define POISON8 0xA5u
@@ -458,6 +459,51 @@ START_TEST(test_workspace_contract) {
 }
 END_TEST
 
+/* The tensorop kernels' launch plan (kg__fp4t_plan_for) and cost estimate with H200 figures (132
+** SMs, K = 4096: 32 groups of 128), and its invariants over many grids. */
+START_TEST(test_tensorop_plan) {
+  static const struct { int64_t tiles, k; int sms; int64_t whole; int splits; } CASES[] = {
+    { 64, 4096, 132, 0, 2 },      /* half the SMs: 2 splits (3 or 4 would exceed 9/10 of them) */
+    { 32, 4096, 132, 0, 3 },      /* 96 blocks of 3 splits within 9/10 of the SMs */
+    { 16, 4096, 132, 0, 4 },
+    { 16, 1024, 132, 0, 2 },      /* 8 groups: 2 splits of 4 */
+    { 16, 896, 132, 16, 1 },      /* 7 groups: no split keeps 4 */
+    { 100, 4096, 132, 100, 1 },   /* one round, over half the SMs */
+    { 448, 4096, 132, 396, 2 },   /* 14336 x 4096 at m = 1024 (256-row tiles): 3 rounds, 52 tiles split */
+    { 198, 4096, 132, 132, 2 },   /* a last round of 66 tiles: 132 blocks */
+    { 199, 4096, 132, 199, 1 },   /* 67 would need 134 */
+    { 896, 4096, 132, 896, 1 },   /* a last round of 104 tiles */
+    { 264, 4096, 132, 264, 1 },   /* two whole rounds */
+    { 448, 896, 132, 448, 1 },    /* 7 groups */
+    { 448, 1024, 132, 396, 2 },
+    { 140, 4096, 131, 140, 1 },   /* an odd SM count: no clusters of 2 over every SM */
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    const kg__fp4t_plan p = kg__fp4t_plan_for(CASES[i].tiles, CASES[i].k, CASES[i].sms);
+    ck_assert_msg(p.whole == CASES[i].whole && p.splits == CASES[i].splits, "%lld tiles, k %lld, %d SMs: %lld whole, %d splits",
+                  (long long)CASES[i].tiles, (long long)CASES[i].k, CASES[i].sms, (long long)p.whole, p.splits);
+  }
+  /* 3 rounds of 32 steps and a round of 16: 3 (32 * 127 + 1680) + 16 * 127 + 1680 */
+  ck_assert_int_eq((int)kg__fp4t_cost(1024, 14336, 4096, 1, 256, 128, 132), 20944);
+  /* one round of 64 blocks of 16 steps, 2 splits */
+  ck_assert_int_eq((int)kg__fp4t_cost(256, 8192, 4096, 1, 256, 128, 132), 16 * 127 + 1680);
+  static const int SMS[] = { 1, 7, 78, 114, 131, 132 };
+  for (size_t si = 0; si < sizeof SMS / sizeof SMS[0]; si++)
+    for (int64_t tiles = 1; tiles < 1500; tiles += 7)
+      for (int64_t k = 2; k < 20000; k = k * 2 + 126) {
+        const int sms = SMS[si];
+        const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
+        const int64_t groups = (k + 127) / 128, blocks = kg__fp4t_blocks(p, tiles);
+        ck_assert(p.splits >= 1 && p.splits <= 4 && p.whole >= 0 && p.whole <= tiles);
+        ck_assert(p.splits == 1 ? p.whole == tiles : p.whole < tiles && groups >= 4 * p.splits);
+        ck_assert(p.whole % p.splits == 0 && blocks >= tiles);
+        /* split blocks run in one round; whole tiles before them only in whole rounds, clusters of 2 */
+        ck_assert((tiles - p.whole) * p.splits <= sms || p.splits == 1);
+        ck_assert(p.whole == 0 || p.splits == 1 || (p.splits == 2 && p.whole % sms == 0));
+      }
+}
+END_TEST
+
 Suite *gemm_fp4_suite(void) {
   Suite *s = suite_create("GemmFp4Test");
   TCase *tc = tcase_create("core");
@@ -468,6 +514,7 @@ Suite *gemm_fp4_suite(void) {
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);
   tcase_add_test(tc, test_workspace_contract);
+  tcase_add_test(tc, test_tensorop_plan);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -24,8 +24,9 @@
 ** of two sharing the staged A (n 8500, 8600; also m 40 and 64, one 64-row slice); m = 64 at n 4000 and 128 at n 2000:
 ** 32-row slices; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM), {130, 257} (mma kernels and skinny 16-row slices) and {140, 160, 250, 300, 385,
-** 512} (skinny kernels, MID_CASES: 128-, 64-, 32- and 16-row slices, see there),
-** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336, 34000}, k in {2, 30, 64, 200, 544, 600, 1280, 2560, 4096, 8576}
+** 512} (skinny kernels, MID_CASES: 128-, 64-, 32- and 16-row slices, see there), {200, 600} (the
+** tensorop kernels, TC_CASES: grids whose last round is K-split, see there),
+** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336, 17500, 34000}, k in {2, 30, 64, 200, 544, 600, 1024, 1280, 2048, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 34000 rows at m 16: a skinny grid of several waves, 8576: long
 ** K ranges per warp, 14336 x 600: K chunks that do
@@ -785,6 +786,14 @@ int main(int argc, char **argv) {
     { 140, 8448, 130, 1, 1, 1, 0 }, { 300, 4000, 96, 0, 0, 1, 0 }, { 385, 1100, 200, 1, 0, 0, 0 },
     { 512, 1100, 96, 1, 1, 1, 0 }, { 250, 1000, 600, 0, 1, 1, 0 }, { 160, 600, 1280, 1, 0, 1, 0 },
   };
+  /* the tensorop kernels' grids of several rounds whose last round is K-split in clusters of 2
+  ** (kg__fp4t_plan_for, 132 SMs): m 200, n 17500 (137 weight tiles, the last cut by n: 5 tiles split
+  ** on 256-row tiles, 10 on 128-row ones; the second row tile of 128 partly filled); m 600, k 2048:
+  ** weights over 16 MiB (launch order in groups of row tiles), 3 (5) row tiles, the last partly
+  ** filled, 15 (25) tiles split */
+  static const gcase TC_CASES[] = {
+    { 200, 17500, 1024, 1, 0, 1, 0 }, { 600, 17500, 2048, 0, 1, 1, 0 },
+  };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
   ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
@@ -809,6 +818,8 @@ int main(int argc, char **argv) {
     }
     for (size_t c = 0; v.max_m > 16 && c < sizeof MID_CASES / sizeof MID_CASES[0]; c++)
       if (run_case(&v, &MID_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+    for (size_t c = 0; strstr(name, "_tensorop_") && c < sizeof TC_CASES / sizeof TC_CASES[0]; c++)
+      if (run_case(&v, &TC_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
     if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
