@@ -281,8 +281,8 @@ typedef struct fp4t_params {
   __nv_bfloat16 *d2; int64_t ldd2; int d2_vec;
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
-  long long whole;                               /* tiles taking all of K: blocks 0 .. whole - 1 */
-  int splits;                                    /* K splits of each other tile: one cluster of blocks */
+  long long first;                               /* the launch's first tile (launch order) */
+  int splits;                                    /* K splits of each of its tiles: one cluster of blocks */
   int group;                                     /* launch order: row tiles of A per group (see the kernel) */
   int col_tiles, row_tiles;                      /* tiles across n (per batch) and down m */
   int a_z, w_z[2];       /* 1: per-batch operand (batch stride != 0), 0: shared */
@@ -342,14 +342,12 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   unsigned char *sw = sa + 131072, *ss = sw + 16384;
   uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
-  /* The block's tile and K split (kg__fp4t_plan_for): blocks 0 .. p.whole - 1 take tiles 0 ..
-  ** p.whole - 1 whole; then each further tile is p.splits blocks, one cluster (p.whole is a
-  ** multiple of p.splits, so a cluster rank is its split z). Blocks start in launch order (x); tile
-  ** order walks groups of p.group row tiles of A, in a group down its row tiles first, then across
-  ** the column tiles (p.group 1: along a row tile of A, then the next); batch after batch. */
+  /* The block's tile and K split: tile p.first + x / p.splits of the launch order, split x % p.splits
+  ** (its rank in its cluster). Blocks start in launch order (x); tile order walks groups of p.group
+  ** row tiles of A, in a group down its row tiles first, then across the column tiles (p.group 1:
+  ** along a row tile of A, then the next); batch after batch. */
   const unsigned long long col_n = (unsigned long long)p.col_tiles, row_n = (unsigned long long)p.row_tiles;
-  const unsigned long long blk = blockIdx.x, whole = (unsigned long long)p.whole, nzs = (unsigned long long)p.splits;
-  const unsigned long long order = blk < whole ? blk : whole + (blk - whole) / nzs;
+  const unsigned long long order = (unsigned long long)p.first + blockIdx.x / (unsigned)p.splits;
   const int zb = (int)(order / (col_n * row_n));   /* the batch */
   const unsigned long long in_batch = order - (unsigned long long)zb * col_n * row_n;
   const unsigned long long grp = (unsigned long long)p.group;
@@ -358,7 +356,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_nvfp4_bf1
   const long long n0 = (long long)(in_grp / grp_n) * 64, m0 = (long long)(grp0 + in_grp % grp_n) * 256;
   const int ntiles = (int)((p.k + 63) / 64), pairs = (ntiles + 1) / 2;
   /* split z (cluster rank) of nz takes the K tiles kt_beg .. kt_end - 1, whole groups of 2 */
-  const int z = blk < whole ? 0 : (int)((blk - whole) % nzs), nz = blk < whole ? 1 : p.splits;
+  const int z = (int)(blockIdx.x % (unsigned)p.splits), nz = p.splits;
   const int kt_beg = (int)((long long)pairs * z / nz) * 2, kt_end = (int)((long long)pairs * (z + 1) / nz) * 2;
   if (tid == 0) {
     for (int s = 0; s < 4; s++) {
@@ -555,7 +553,6 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
   p.row_tiles = (int)((args->m + 255) / 256);
   const int64_t tiles = kg__fp4t_tiles(args->m, args->n, batches, 256, 64);
   const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, args->k, kg__cuda_sm_count());
-  p.whole = plan.whole; p.splits = plan.splits;
   /* Weights of more than 16 MiB per batch: launch order in groups of 8 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of
   ** A, which stay in L2; else along each row tile of A, all of whose weights L2 holds. H200, K = 4096,
@@ -592,18 +589,25 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4(c
       return KG_ERROR_BACKEND;
     }
   }
-  dim3 grid((unsigned)kg__fp4t_blocks(plan, tiles));
   dim3 block(384);
   cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152640);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
-  cudaLaunchConfig_t cfg_ = {};
-  cudaLaunchAttribute attr_[1];
-  cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152640; cfg_.stream = stream;
-  attr_[0].id = cudaLaunchAttributeClusterDimension;
-  attr_[0].val.clusterDim.x = (unsigned)(p.splits); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
-  cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
-  e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_kernel, p, maps);
-  if (e == cudaSuccess) e = cudaGetLastError();
-  if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+  /* kg__fp4t_plan_for: a launch of the whole tiles, then one of the split ones (either may be empty) */
+  for (int part = 0; part < 2; part++) {
+    const int64_t count = part ? tiles - plan.whole : plan.whole;
+    if (count == 0) continue;
+    p.first = part ? plan.whole : 0;
+    p.splits = part ? plan.splits : 1;
+    dim3 grid((unsigned)(count * p.splits));
+    cudaLaunchConfig_t cfg_ = {};
+    cudaLaunchAttribute attr_[1];
+    cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152640; cfg_.stream = stream;
+    attr_[0].id = cudaLaunchAttributeClusterDimension;
+    attr_[0].val.clusterDim.x = (unsigned)(p.splits); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
+    cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
+    e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_tensorop_nvfp4_bf16_swiglu_d2_sf128x4_kernel, p, maps);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+  }
   return KG_SUCCESS;
 }

@@ -262,42 +262,35 @@ int kg__hip_sm_count(void);
 /* SMs (CUs) of backend b's current device; 1 for the C backend or when unknown. */
 int kg__sm_count(kg_backend b);
 
-/* FP4 tensorop kernels: how a grid of `tiles` output tiles runs on `sms` SMs (one block per SM;
-** the kernels step K in groups of 128, two 64-wide tiles per wait on the MMAs). The first `whole`
-** tiles (launch order) take all of K; each of the others is `splits` blocks, one thread-block
-** cluster that sums its partial tiles in distributed shared memory. Blocks: whole + (tiles -
-** whole) * splits. Every split keeps 4 groups (512 of K).
-** - Tiles that fill at most half the SMs: all split, the most splits (at most 4) whose clusters all
-**   run at once: 2 x tiles blocks within the SMs, 3 or 4 x tiles within 9/10 of them (clusters stay
-**   inside one GPC; H200, 132 SMs, one block per SM: at most 66 clusters of 2, 39 of 3, 30 of 4, 15
-**   of 8; a grid of 32 clusters of 4 took two rounds: 4096 x 4096 at m = 128, 45 us against 50
-**   unsplit).
-** - Tiles of several rounds whose last round would fill at most half the SMs (sms even): the whole
-**   rounds unsplit, the last round's tiles in clusters of 2 (the whole tiles then run two to a
-**   cluster too: clusters of 2 use every SM, larger ones would not), so it takes half the time.
-** - Else every tile whole. */
+/* FP4 tensorop kernels: how `tiles` output tiles run on `sms` SMs (one block per SM; the kernels
+** step K in groups of 128, two 64-wide tiles per wait on the MMAs). A launch of the first `whole`
+** tiles (launch order), each one block over all of K; then a launch of the others, each tile
+** `splits` blocks, one thread-block cluster that sums its partial tiles in distributed shared
+** memory. Every split keeps 4 groups (512 of K), and a launch of split tiles has the most splits
+** (at most 4) whose clusters all run at once: 2 x tiles blocks within the SMs, 3 or 4 x tiles
+** within 9/10 of them (clusters stay inside one GPC; H200, 132 SMs, one block per SM: at most 66
+** clusters of 2, 39 of 3, 30 of 4, 15 of 8; a grid of 32 clusters of 4 took two rounds:
+** 4096 x 4096 at m = 128, 45 us against 50 unsplit).
+** - Tiles that fill at most half the SMs: all split (whole 0).
+** - Tiles of several rounds whose last round would fill at most half the SMs: the whole rounds,
+**   then the last round's tiles split, so that it takes a half to a quarter of a round.
+** - Else every tile whole (splits 1). */
 typedef struct kg__fp4t_plan { int64_t whole; int splits; } kg__fp4t_plan;
+static inline int kg__fp4t_split_count(int64_t tiles, int64_t k, int sms) {
+  const int64_t groups = (k + 127) / 128;
+  if (tiles < 1 || 2 * tiles > sms) return 1;
+  for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
+    if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) return (int)s;
+  return 1;
+}
 static inline kg__fp4t_plan kg__fp4t_plan_for(int64_t tiles, int64_t k, int sms) {
   kg__fp4t_plan p = { tiles, 1 };
-  const int64_t groups = (k + 127) / 128;
   if (tiles < 1 || sms < 1) return p;
-  if (2 * tiles <= sms) {
-    for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
-      if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) {
-        p.whole = 0; p.splits = (int)s;
-        break;
-      }
-    return p;
-  }
-  const int64_t whole = tiles / sms * sms, last = tiles - whole;
-  if (whole > 0 && last > 0 && sms % 2 == 0 && 2 * last <= sms && groups >= 8) {
-    p.whole = whole; p.splits = 2;
-  }
+  const int64_t whole = 2 * tiles <= sms ? 0 : tiles / sms * sms;
+  const int s = kg__fp4t_split_count(tiles - whole, k, sms);
+  if (s > 1) { p.whole = whole; p.splits = s; }
   return p;
 }
-
-/* Blocks of plan p over `tiles` tiles. */
-static inline int64_t kg__fp4t_blocks(kg__fp4t_plan p, int64_t tiles) { return p.whole + (tiles - p.whole) * p.splits; }
 
 /* FP4 tensorop kernels: the rows of A per block (tile_m) they are built with, largest first:
 ** kg__fp4t_tile_m(i) for i < KG__FP4T_TILES. */
@@ -324,7 +317,8 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms) {
   const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, tn), groups = (k + 127) / 128;
   const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
-  const int64_t whole_rounds = (p.whole + sms - 1) / sms, split_rounds = ((tiles - p.whole) * p.splits + sms - 1) / sms;
+  const int64_t whole_rounds = (p.whole + sms - 1) / sms;
+  const int64_t split_rounds = p.splits > 1 ? ((tiles - p.whole) * p.splits + sms - 1) / sms : 0;
   return whole_rounds * (groups * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm)) +
          split_rounds * ((groups + p.splits - 1) / p.splits * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm));
 }

@@ -470,13 +470,14 @@ START_TEST(test_tensorop_plan) {
     { 16, 896, 132, 16, 1 },      /* 7 groups: no split keeps 4 */
     { 100, 4096, 132, 100, 1 },   /* one round, over half the SMs */
     { 448, 4096, 132, 396, 2 },   /* 14336 x 4096 at m = 1024 (256-row tiles): 3 rounds, 52 tiles split */
+    { 160, 4096, 132, 132, 4 },   /* 4096 x 4096 at m = 1280: a last round of 28 tiles in 4 splits */
     { 198, 4096, 132, 132, 2 },   /* a last round of 66 tiles: 132 blocks */
     { 199, 4096, 132, 199, 1 },   /* 67 would need 134 */
     { 896, 4096, 132, 896, 1 },   /* a last round of 104 tiles */
     { 264, 4096, 132, 264, 1 },   /* two whole rounds */
     { 448, 896, 132, 448, 1 },    /* 7 groups */
     { 448, 1024, 132, 396, 2 },
-    { 140, 4096, 131, 140, 1 },   /* an odd SM count: no clusters of 2 over every SM */
+    { 140, 4096, 131, 131, 4 },
   };
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
     const kg__fp4t_plan p = kg__fp4t_plan_for(CASES[i].tiles, CASES[i].k, CASES[i].sms);
@@ -487,19 +488,20 @@ START_TEST(test_tensorop_plan) {
   ck_assert_int_eq((int)kg__fp4t_cost(1024, 14336, 4096, 1, 256, 128, 132), 20944);
   /* one round of 64 blocks of 16 steps, 2 splits */
   ck_assert_int_eq((int)kg__fp4t_cost(256, 8192, 4096, 1, 256, 128, 132), 16 * 127 + 1680);
+  /* a round of 32 steps, then 28 tiles in 4 splits of 8 */
+  ck_assert_int_eq((int)kg__fp4t_cost(1280, 4096, 4096, 1, 256, 128, 132), 32 * 127 + 1680 + 8 * 127 + 1680);
   static const int SMS[] = { 1, 7, 78, 114, 131, 132 };
   for (size_t si = 0; si < sizeof SMS / sizeof SMS[0]; si++)
     for (int64_t tiles = 1; tiles < 1500; tiles += 7)
       for (int64_t k = 2; k < 20000; k = k * 2 + 126) {
         const int sms = SMS[si];
         const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
-        const int64_t groups = (k + 127) / 128, blocks = kg__fp4t_blocks(p, tiles);
+        const int64_t groups = (k + 127) / 128, split = tiles - p.whole;
         ck_assert(p.splits >= 1 && p.splits <= 4 && p.whole >= 0 && p.whole <= tiles);
-        ck_assert(p.splits == 1 ? p.whole == tiles : p.whole < tiles && groups >= 4 * p.splits);
-        ck_assert(p.whole % p.splits == 0 && blocks >= tiles);
-        /* split blocks run in one round; whole tiles before them only in whole rounds, clusters of 2 */
-        ck_assert((tiles - p.whole) * p.splits <= sms || p.splits == 1);
-        ck_assert(p.whole == 0 || p.splits == 1 || (p.splits == 2 && p.whole % sms == 0));
+        ck_assert(p.splits == 1 ? p.whole == tiles : split > 0 && groups >= 4 * p.splits);
+        /* the split tiles' clusters run at once; whole tiles before them only in whole rounds */
+        ck_assert(p.splits == 1 || split * p.splits <= (p.splits == 2 ? sms : sms * 9 / 10));
+        ck_assert(p.splits == 1 || p.whole % sms == 0);
       }
 }
 END_TEST

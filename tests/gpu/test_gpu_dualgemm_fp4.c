@@ -785,7 +785,7 @@ static int check_tensorop_dispatch(const dvar *v) {
     { 600, 128, 64, 0, 4, 0, 0, 0, KG_SUCCESS, "sf_b1: pointer must be 16-byte aligned" },
     { 600, 128, 64, 0, 4, 1, 0, 0, KG_ERROR_MISALIGNED_OPERAND, NULL },
     /* 96 tiles of 128 rows (64 of 256), unsplit at k 64: under 3/4 of the SMs; at k 4096 64 tiles of
-    ** 256 in two K splits (kg__fp4t_splits) beat 96 unsplit tiles of 128 */
+    ** 256 in two K splits (kg__fp4t_plan_for) beat 96 unsplit tiles of 128 */
     { 384, 2048, 64, 0, 0, 0, 0, 0, KG_SUCCESS, NULL },
     { 384, 2048, 4096, 0, 0, 0, 256, 256, KG_SUCCESS, NULL },
     /* 64 tiles of 128 in two splits against 32 of 256 in three (96 blocks: split grids count from 2/3) */
