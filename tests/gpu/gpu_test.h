@@ -229,4 +229,15 @@ static inline double round16(double v, int bf) {
   return f16_to_f64(to16(v, 0));
 }
 
+/* Whether a 16-bit output got (bf16 when bf, else f16) matches the reference ref within tol:
+** |got - ref| <= tol, or got is the Inf of ref's sign and some value within tol of ref rounds to
+** Inf in the output type (|ref| + tol at least its overflow threshold: f16 65520, bf16
+** (2 - 2^-8) 2^127). NaN never matches. */
+static inline int out16_matches(double got, double ref, double tol, int bf) {
+  if (isnan(got) || isnan(ref)) return 0;
+  if (!isinf(got)) return fabs(got - ref) <= tol;
+  const double over = bf ? ldexp(2.0 - ldexp(1.0, -8), 127) : 65520.0;
+  return (got > 0) == (ref > 0) && fabs(ref) + tol >= over;
+}
+
 #endif /* KG_GPU_TEST_H */

@@ -19,8 +19,11 @@
 ** in every other case (by its shape) one weight scale byte above 128 (the two-multiply path).
 ** Tolerances: D0 / D1 within 2u|x| + (k + 4) 2^-23 |alpha| sum |a w| + 2^-22 |beta c| (u the
 ** output type's unit roundoff) + the type's subnormal spacing; D2 within the propagated error of D0 / D1 (|op'| <= 1.2) plus
-** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). NaN never
-** passes. Reported as the worst error in tolerance units per variant.
+** 4u|D2|; with D0 and D1 stored, D2 also within 4u|D2| of op(stored D0, stored D1). An output
+** that is Inf passes only where the reference, within its tolerance, reaches the type's overflow
+** threshold (the scales keep D2 inside f16's range, but a product of two sums can leave it: rare,
+** and then Inf is the right f16 answer). NaN never passes. Reported as the worst error in
+** tolerance units per variant.
 ** Cases: m 1, 5, 9, 12, 16 (every kernel), 17, 24 and 40 (mma and skinny kernels: 16-row slices of A,
 ** the last partly filled; the skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at
 ** n 4300 x 2 batches: at least one 64-row weight block per SM), 100, 130 (mma kernels: m not a
@@ -504,12 +507,12 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
                    ldexp(1.0, -22) * fabs(cterm) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));   /* + subnormal spacing */
           if (b ? v->sd1 : v->sd0) {
             double got = val16(D[b][di], bf), err = fabs(got - x[b]);
-            if (!(err <= tol[b])) {
+            if (!out16_matches(got, x[b], tol[b], bf)) {
               if (shown++ < 4)
                 printf("FAIL %s: D%d(%lld, %lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", what, b, (long long)z,
                        (long long)i, (long long)j, got, x[b], tol[b]);
               ok = 0;
-            } else if (err / tol[b] > *worst) *worst = err / tol[b];
+            } else if (isfinite(err) && err / tol[b] > *worst) *worst = err / tol[b];
           }
         }
         const double ref2 = ref_dual_op(v->op, xr[0], xr[1]);
@@ -518,15 +521,15 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
         const double tol2 = (v->op == KG_DUAL_MUL ? 1.0 : 1.2) * e0 * (fabs(xr[1]) + e1) + g0 * e1 +
                             4.0 * u * fabs(ref2) + (bf ? ldexp(1.0, -133) : ldexp(1.0, -24));
         const double got2 = val16(D[2][di], bf), err2 = fabs(got2 - ref2);
-        if (!(err2 <= tol2)) {
+        if (!out16_matches(got2, ref2, tol2, bf)) {
           if (shown++ < 4)
             printf("FAIL %s: D2(%lld, %lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", what, (long long)z,
                    (long long)i, (long long)j, got2, ref2, tol2);
           ok = 0;
-        } else if (err2 / tol2 > *worst) *worst = err2 / tol2;
+        } else if (isfinite(err2) && err2 / tol2 > *worst) *worst = err2 / tol2;
         if (v->sd0 && v->sd1) {
           double own = ref_dual_op(v->op, val16(D[0][di], bf), val16(D[1][di], bf));
-          if (!(fabs(got2 - own) <= 4.0 * u * fabs(own) + 1e-30)) {
+          if (!out16_matches(got2, own, 4.0 * u * fabs(own) + 1e-30, bf)) {
             if (shown++ < 4) printf("FAIL %s: D2 = %.9g but op(D0, D1) = %.9g\n", what, got2, own);
             ok = 0;
           }
@@ -912,11 +915,11 @@ static int pdl_check(const dvar *v, const char *what, const uint16_t *A, int64_t
       const double g0 = v->op == KG_DUAL_MUL ? fabs(xr0) + e0 : fabs(ref_dual_op(v->op, xr0, 1.0)) + 1.2 * e0;
       const double tol2 = (v->op == KG_DUAL_MUL ? 1.0 : 1.2) * e0 * (fabs(xr1) + e1) + g0 * e1 + 4.0 * u * fabs(ref2) + sub;
       const double got = val16(D2[i * ldd + j], bf), err = fabs(got - ref2);
-      if (!(err <= tol2)) {
+      if (!out16_matches(got, ref2, tol2, bf)) {
         if (shown++ < 4)
           printf("FAIL %s (KG_EXEC_PDL chain, %s): D2(%lld, %lld) = %.9g, reference %.9g (tol %.3g)\n", v->name, what,
                  (long long)i, (long long)j, got, ref2, tol2);
-      } else if (err / tol2 > *worst) *worst = err / tol2;
+      } else if (isfinite(err) && err / tol2 > *worst) *worst = err / tol2;
     }
   free(WV); free(AV); free(SS); free(SABS);
   return shown == 0;
