@@ -306,11 +306,11 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 /* FP4 tensorop kernels: estimated time of `batch` m x n x k problems on tiles of tm rows of A (one
 ** of kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
 ** counted, kg__fp4t_plan_for) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus
-** KG__FP4T_FIXED. Fitted to H200 kernel times, NVFP4 GEMM: 256 rows (bench/results 2026-12-02 fp4-tensorop-tile-m) 37.2 us
-** for 16 steps (4096 x 4096, m = 384), 57.4 for 32 (14336 x 4096, m = 256); 128 rows with 8 stages
-** (bench/results 2026-12-04 fp4-tensorop-stages, least squares) 20.5 for 11 (4096 x 4096,
-** m = 128), 38.9 for 32 (14336 x 4096, m = 128; 2 rounds of 37.4 at m = 192 and 256), 46.8 for 38
-** (4096 x 14336, m = 128). Dispatch takes a tensorop variant where no twin with the other tile
+** KG__FP4T_FIXED. Fitted to H200 kernel times, NVFP4 GEMM: 256 rows (bench/results 2026-12-02
+** fp4-tensorop-tile-m) 37.2 us for 16 steps (4096 x 4096, m = 384), 57.4 for 32 (14336 x 4096,
+** m = 256); 128 rows with 8 stages (bench/results 2026-12-04 fp4-tensorop-stages, least squares)
+** 20.5 for 11 (4096 x 4096, m = 128), 38.9 for 32 (14336 x 4096, m = 128; 2 rounds of 37.4 at
+** m = 192 and 256), 46.8 for 38 (4096 x 14336, m = 128). Dispatch takes a tensorop variant where no twin with the other tile
 ** size is estimated faster. */
 #define KG__FP4T_STEP(tm) ((tm) == 256 ? 127 : 91)
 #define KG__FP4T_FIXED(tm) ((tm) == 256 ? 1680 : 977)

@@ -224,9 +224,9 @@ static const dcase PATH_CASES[] = {
 ** k (kv not a multiple of 4, a last K tile of zeros); exact tiles; batched over several row and
 ** column tiles per batch with per-batch operands (own scale groups and global scales), a shared A
 ** and W1, a shared W0 (one scale group), K split over a cluster (few tiles, long k); grids of several
-** rounds whose last is K-split in clusters of 2 (kg__fp4t_plan_for, 132 SMs: m 200, n 8600, 135
-** tiles of 64 columns, 3 split on 256-row tiles, 6 on 128-row ones; m 300, n 2900 x 2 batches with a
-** shared A, 184 (276) tiles, 52 (12) split). */
+** rounds whose last round is a second, K-split launch (kg__fp4t_plan_for, 132 SMs: m 200, n 8600,
+** 135 tiles of 64 columns, 3 split on 256-row tiles, 6 on 128-row ones; m 300, n 2900 x 2 batches
+** with a shared A, 184 (276) tiles, 52 (12) split). */
 static const dcase TC_CASES[] = {
   { 200, 8600, 1024, 0, 0, CN_NONE, CN_FULL, 1, 1 }, { 300, 2900, 1280, 2, SH_A, CN_FULL, CN_BIAS, 1, 0 },
   { 600, 200, 4096, 0, 0, CN_FULL, CN_BIAS, 1, 0 }, { 257, 129, 600, 0, 0, CN_NONE, CN_FULL, 0, 1 },

@@ -786,7 +786,7 @@ int main(int argc, char **argv) {
     { 140, 8448, 130, 1, 1, 1, 0 }, { 300, 4000, 96, 0, 0, 1, 0 }, { 385, 1100, 200, 1, 0, 0, 0 },
     { 512, 1100, 96, 1, 1, 1, 0 }, { 250, 1000, 600, 0, 1, 1, 0 }, { 160, 600, 1280, 1, 0, 1, 0 },
   };
-  /* the tensorop kernels' grids of several rounds whose last round is K-split in clusters of 2
+  /* the tensorop kernels' grids of several rounds whose last round is a second, K-split launch
   ** (kg__fp4t_plan_for, 132 SMs): m 200, n 17500 (137 weight tiles, the last cut by n: 5 tiles split
   ** on 256-row tiles, 10 on 128-row ones; the second row tile of 128 partly filled); m 600, k 2048:
   ** weights over 16 MiB (launch order in groups of row tiles), 3 (5) row tiles, the last partly
