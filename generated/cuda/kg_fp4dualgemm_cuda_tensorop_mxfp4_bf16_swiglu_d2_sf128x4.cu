@@ -20,7 +20,8 @@
 ** threads store 8 consecutive outputs at a time: alpha_i and beta_i * C_i in f32, D0 and D1
 ** rounded to bf16 (stored where asked), D2 = swiglu(D0, D1). Grid: x = the blocks of the tiles
 ** (column tiles x tiles of A's rows x batches, the batch slowest), a tile K-split where the last round of
-** tiles would leave SMs idle (kg__fp4t_plan_for). Batched (KG_MODE_BATCHED): the
+** tiles would leave SMs idle (kg__fp4t_plan_for: over a cluster, or over blocks summing through
+** the caller's workspace). Batched (KG_MODE_BATCHED): the
 ** bulk tensor copies take the batch as their third coordinate (0 for an operand with batch stride
 ** 0); a weight's scale group and global scale are the batch's, or group 0 where the weight is shared. */
 #include <cuda_runtime.h>
@@ -282,7 +283,10 @@ typedef struct fp4t_params {
   float alpha[2], beta[2];
   int64_t m, n, k, kv;
   long long first;                               /* the launch's first tile (launch order) */
-  int splits;                                    /* K splits of each of its tiles: one cluster of blocks */
+  int splits;                                    /* K splits of each of its tiles: one cluster of blocks, */
+  int global;                                    /* or (1) blocks summing through part and count: */
+  float4 *part;                                  /* [tile][split][2 x 256][64] f32: the splits' sums */
+  unsigned *count;                               /* [tile]: splits done, zeroed before the launch */
   int group;                                     /* launch order: row tiles of A per group (see the kernel) */
   int col_tiles, row_tiles;                      /* tiles across n (per batch) and down m */
   int a_z, w_z[2];       /* 1: per-batch operand (batch stride != 0), 0: shared */
@@ -348,6 +352,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
   unsigned char *sa = kg_smem + ((1024u - (kg_smem_u32(kg_smem) & 1023u)) & 1023u);
   unsigned char *sw = sa + 131072, *ss = sw + 16384;
   uint64_t *full = (uint64_t *)(ss + 4096), *empty = full + 4;
+  volatile int *last = (volatile int *)(empty + 4);   /* split through part: this block sums the tile */
   const int tid = (int)threadIdx.x, lane = tid % 32, warp = tid / 32;
   /* The block's tile and K split: tile p.first + x / p.splits of the launch order, split x % p.splits
   ** (its rank in its cluster). Blocks start in launch order (x); tile order walks groups of p.group
@@ -389,8 +394,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
         st = st + 1 == 4 ? 0 : st + 1;
       }
     }
-    /* split: the producer warps take part in the cluster's two barriers of the epilogue */
-    if (nz > 1) {
+    /* split in a cluster: the producer warps take part in the cluster's two barriers of the epilogue */
+    if (nz > 1 && !p.global) {
       asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
       asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
     }
@@ -472,6 +477,9 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
   ** Split K (nz blocks of a cluster): after a cluster barrier block z sums rows z 256 / nz ..
   ** (z + 1) 256 / nz - 1 of every block's tile (distributed shared memory; its own first, then
   ** ranks z + 1, .. in turn) and stores them; a second barrier keeps every tile until all have read. */
+  const int mt = tid - 128;   /* this thread among the MMA threads */
+  /* the epilogue's cluster: the split's blocks (cn of them, this one cz), or this block alone */
+  const int cn = p.global ? 1 : nz, cz = p.global ? 0 : z;
   enum { LDT = 64 + 4, CT = 8, RSTEP = 32 };
   float *tile = (float *)sa;
   asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
@@ -483,8 +491,38 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
 #pragma unroll
       for (int e = 0; e < 4; e++) mine[(8 * j + 2 * t + (e & 1)) * LDT + col + 8 * (e >> 1)] = acc[j][e];
   }
-  if (nz > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  if (cn > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
   else asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+  /* Split through the workspace: every block copies its tile to its part (L2), and the tile's last
+  ** block to count itself done adds the parts into its tile in split order (its own from shared
+  ** memory: the same bits whichever block is last; every load of a piece issued before its adds)
+  ** and runs the epilogue as an unsplit block; the others leave. */
+  if (nz > 1 && p.global) {
+    enum { PART4 = 8192, C4 = 16 };   /* float4 per part, per tile row */
+    float4 *gpart = p.part + (unsigned long long)(blockIdx.x / (unsigned)p.splits) * (unsigned)nz * PART4;
+#pragma unroll 4
+    for (int q = mt; q < PART4; q += 256) __stcg(gpart + z * PART4 + q, *(const float4 *)(tile + q / C4 * LDT + q % C4 * 4));
+    __threadfence();
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+    if (mt == 0) *last = atomicAdd(p.count + blockIdx.x / (unsigned)p.splits, 1u) == (unsigned)(nz - 1);
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+    if (!*last) return;
+    __threadfence();
+#pragma unroll 2
+    for (int q = mt; q < PART4; q += 256) {
+      float4 *tp = (float4 *)(tile + q / C4 * LDT + q % C4 * 4);
+      float4 x[4];   /* the splits' pieces (at most 4 splits, kg__fp4t_plan_for) */
+#pragma unroll
+      for (int s = 0; s < 4; s++)
+        if (s < nz) x[s] = s == z ? *tp : __ldcg(gpart + s * PART4 + q);
+      float4 sum = x[0];
+#pragma unroll
+      for (int s = 1; s < 4; s++)
+        if (s < nz) { sum.x += x[s].x; sum.y += x[s].y; sum.z += x[s].z; sum.w += x[s].w; }
+      *tp = sum;
+    }
+    asm volatile("bar.sync %0, %1;" :: "r"(1), "r"(256) : "memory");
+  }
   float post[2];
 #pragma unroll
   for (int i = 0; i < 2; i++) {
@@ -494,11 +532,11 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
     post[i] = p.alpha[i];
   }
   p.d2 += zb * p.d2_bs;
-  const int ct = (tid - 128) % CT, rt = (tid - 128) / CT;
+  const int ct = mt % CT, rt = mt / CT;
   const int64_t c = n0 + 8 * ct;
-  const int r_end = 256 * (z + 1) / nz;
+  const int r_end = 256 * (cz + 1) / cn;
 #pragma unroll 1
-  for (int rr = 256 * z / nz + rt; c < p.n && rr < r_end && m0 + rr < p.m; rr += RSTEP) {
+  for (int rr = 256 * cz / cn + rt; c < p.n && rr < r_end && m0 + rr < p.m; rr += RSTEP) {
     const int64_t r = m0 + rr;
     float y[2][8];
 #pragma unroll
@@ -506,8 +544,8 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
       const float4 *sp = (const float4 *)(tile + (i * 256 + rr) * LDT + 8 * ct);
       float4 u = sp[0], w = sp[1];
 #pragma unroll 1
-      for (int s = 1; s < nz; s++) {
-        const unsigned rank = (unsigned)((z + s) % nz);
+      for (int s = 1; s < cn; s++) {
+        const unsigned rank = (unsigned)((cz + s) % cn);
         const float4 u2 = kg_cluster_ld4(sp, rank), w2 = kg_cluster_ld4(sp + 1, rank);
         u.x += u2.x; u.y += u2.y; u.z += u2.z; u.w += u2.w;
         w.x += w2.x; w.y += w2.y; w.z += w2.z; w.w += w2.w;
@@ -521,7 +559,7 @@ __global__ void __launch_bounds__(384, 1) kg_fp4dualgemm_cuda_tensorop_mxfp4_bf1
     for (int q = 0; q < 8; q++) o[q] = (y[0][q]) / (1.0f + expf(-(y[0][q]))) * (y[1][q]);
     fp4t_put8(p, p.d2, p.ldd2, p.d2_vec, r, c, o);
   }
-  if (nz > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  if (cn > 1) asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
 }
 
 /* kg_dualgemm_fp4 (the runtime has checked the arguments, the mode and the 16-byte
@@ -557,7 +595,9 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(c
   p.col_tiles = (int)((args->n + 63) / 64);
   p.row_tiles = (int)((args->m + 255) / 256);
   const int64_t tiles = kg__fp4t_tiles(args->m, args->n, batches, 256, 64);
-  const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, args->k, kg__cuda_sm_count());
+  const int sms = kg__cuda_sm_count();
+  const kg__fp4t_plan plan =
+      kg__fp4t_plan_for(tiles, args->k, sms, kg__fp4t_ws_fits(tiles, args->k, sms, 256, exec->workspace, exec->workspace_size));
   /* Weights of more than 16 MiB per batch: launch order in groups of 8 row tiles (2048 rows of A), so
   ** that the blocks running at once share a few column tiles of the weights and the group's rows of
   ** A, which stay in L2; else along each row tile of A, all of whose weights L2 holds. H200, K = 4096,
@@ -595,7 +635,7 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(c
     }
   }
   dim3 block(384);
-  cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152640);
+  cudaError_t e = cudaFuncSetAttribute(kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 152656);
   if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
   /* kg__fp4t_plan_for: a launch of the whole tiles, then one of the split ones (either may be empty) */
   for (int part = 0; part < 2; part++) {
@@ -603,13 +643,22 @@ extern "C" kg_status kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4(c
     if (count == 0) continue;
     p.first = part ? plan.whole : 0;
     p.splits = part ? plan.splits : 1;
+    if (part && plan.global) {
+      /* the splits' sums, then the tiles' counters (kg__fp4t_ws_bytes: 256 x 128 f32 a part) */
+      p.global = 1;
+      p.part = (float4 *)exec->workspace;
+      p.count = (unsigned *)(p.part + count * p.splits * 8192);
+      e = cudaMemsetAsync(p.count, 0, (size_t)count * sizeof(unsigned), stream);
+      if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }
+    }
+    const int cluster = p.global ? 1 : p.splits;
     dim3 grid((unsigned)(count * p.splits));
     cudaLaunchConfig_t cfg_ = {};
     cudaLaunchAttribute attr_[1];
-    cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152640; cfg_.stream = stream;
+    cfg_.gridDim = grid; cfg_.blockDim = block; cfg_.dynamicSmemBytes = 152656; cfg_.stream = stream;
     attr_[0].id = cudaLaunchAttributeClusterDimension;
-    attr_[0].val.clusterDim.x = (unsigned)(p.splits); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
-    cfg_.attrs = attr_; cfg_.numAttrs = (p.splits) > 1 ? 1 : 0;
+    attr_[0].val.clusterDim.x = (unsigned)(cluster); attr_[0].val.clusterDim.y = 1; attr_[0].val.clusterDim.z = 1;
+    cfg_.attrs = attr_; cfg_.numAttrs = (cluster) > 1 ? 1 : 0;
     e = cudaLaunchKernelEx(&cfg_, kg_fp4dualgemm_cuda_tensorop_mxfp4_bf16_swiglu_d2_sf128x4_kernel, p, maps);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) { kg__set_backend_error(cudaGetErrorString(e)); return KG_ERROR_BACKEND; }

@@ -412,16 +412,29 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** estimates faster), and passes a variant over for m <= half its tile and for
 ** m <= 512 where its tiles (x 128 weight rows; kg_dualgemm_fp4: x 64 output
 ** columns), times the K splits it launches for few
-** tiles (a thread-block cluster per tile, up to 4 blocks, each at least 512 of K),
-** fill less than 3/4 of the SMs (2/3 for a split grid, whose blocks are shorter;
-** there the small-M kernels or the dequantize path below are faster); forced by
-** name it takes any m.
+** tiles (a thread-block cluster per tile, up to 4 blocks, each at least 512 of K;
+** or through the workspace, below), fill less than 3/4 of the SMs (2/3 for a split
+** grid, whose blocks are shorter; there the small-M kernels or the dequantize path
+** below are faster); forced by name it takes any m.
+** Split sums through the workspace (`tensorop`): clusters of 3 or 4 blocks must
+** sit in one GPC, so fewer of them fit at once than SMs allow. Given a workspace
+** of the size query's bytes (16-byte aligned), a `tensorop` kernel instead splits
+** K over blocks that need not share a cluster, where that cuts each block's K by
+** at least 8 groups of 128 (long K: on the H200, 32 tiles of 4096 x 14336 at
+** m = 128 run in 4 splits instead of 3): each block stores its f32 partial tile
+** in the workspace (tm x 128 x 4 bytes, then a 4-byte counter per split tile,
+** zeroed by the call in stream order), and the tile's last block sums them in
+** split order (the same bits whichever block is last) and writes D. The size
+** query returns those bytes where the chosen `tensorop` variant would use them
+** (else 0); without them the call runs the clusters and still succeeds;
+** kg_explain says which ("NAME: T tiles in S K splits each, summed through the
+** workspace (B bytes)", or what workspace would give more splits).
 **
 ** Dequantize path and workspace (kg_gemm_fp4 and kg_dualgemm_fp4). The
 ** workspace is optional. On CUDA and HIP, when dispatch picks an `mma` kernel
 ** (m above the small-M limits, or no small-M kernel takes the problem; never
-** after a `tensorop` kernel, which needs no workspace and is faster than the
-** path where it is chosen) or a `skinny` kernel for m > 320 (up to its 512 the two are within about
+** after a `tensorop` kernel, which needs no workspace, uses one only for its
+** split sums above, and is faster than the path where it is chosen) or a `skinny` kernel for m > 320 (up to its 512 the two are within about
 ** 15% of each other on the H200; the path ahead more often) and exec->workspace holds
 ** kg_gemm_fp4_workspace_size's bytes
 ** (kg_dualgemm_fp4_workspace_size's; 16-byte aligned), the call instead
@@ -434,7 +447,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** m. With less workspace than the size query (NULL, 0, too small,
 ** misaligned) the call runs the in-kernel variant as before and still
 ** succeeds. The size query is 0 where the path
-** does not apply: the C backend (its blocked kernels), the small-M kernels
+** does not apply (for a `tensorop` choice: its split sums' bytes or 0): the C backend (its blocked kernels), the small-M kernels
 ** (skinny: m <= 320),
 ** exec->variant naming an FP4 variant, f16 with MXFP4 (e2m1 * 2^(e-127) can
 ** leave f16's range) or with NVFP4 global scales, and problems for which

@@ -174,6 +174,7 @@ typedef struct kg__fp4_key {
   int mx_round;        /* MXFP4 quantize, else -1 */
   const kg__fp4_mm *mm;   /* FP4 GEMM / DualGemm predicates; else NULL */
   kg__fp4_mm mm_store;
+  int ws_query;        /* FP4 GEMM / DualGemm workspace size query: a workspace is assumed */
 } kg__fp4_key;
 
 /* (rows-1)*ld + (batch-1)*bs + cols: the extent of one operand, -1 on overflow. */
@@ -549,6 +550,15 @@ static int kg__fp4t_sibling(const kg_variant *v, int tm) {
   return 0;
 }
 
+/* 1 where the tensorop tiles of tm rows (x tn columns) of the GEMM / DualGemm of k may sum their K
+** splits through the workspace: a size query, or exec's workspace fits (kg__fp4t_ws_fits). */
+static int kg__fp4t_ws(const kg__fp4_key *k, int tm, int tn, int sms, const kg_exec *exec) {
+  const kg__fp4_mm *g = k->mm;
+  const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, tm, tn);
+  if (k->ws_query) return kg__fp4t_ws_bytes(kg__fp4t_plan_for(tiles, g->k, sms, 1), tiles, tm) > 0;
+  return kg__fp4t_ws_fits(tiles, g->k, sms, tm, exec->workspace, exec->workspace_size);
+}
+
 static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, const kg_exec *exec, int *misaligned) {
   static _Thread_local char why[200];
   *misaligned = 0;
@@ -649,12 +659,15 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
         return why;
       }
       const int sms = kg__sm_count(v->backend);
-      /* the tile size: another one compiled in and estimated faster takes the problem (kg__fp4t_cost) */
-      const int64_t own = kg__fp4t_cost(g->m, g->n, g->k, g->batch, v->tile_m, v->tile_n, sms);
+      /* the tile size: another one compiled in and estimated faster takes the problem (kg__fp4t_cost,
+      ** each with the workspace where it fits that size's plan) */
+      const int ws = kg__fp4t_ws(k, v->tile_m, v->tile_n, sms, exec);
+      const int64_t own = kg__fp4t_cost(g->m, g->n, g->k, g->batch, v->tile_m, v->tile_n, sms, ws);
       for (int i = 0; i < KG__FP4T_TILES; i++) {
         const int tm = kg__fp4t_tile_m(i);
         if (tm == v->tile_m || 2 * g->m <= tm || !kg__fp4t_sibling(v, tm)) continue;
-        const int64_t other = kg__fp4t_cost(g->m, g->n, g->k, g->batch, tm, v->tile_n, sms);
+        const int64_t other = kg__fp4t_cost(g->m, g->n, g->k, g->batch, tm, v->tile_n, sms,
+                                            kg__fp4t_ws(k, tm, v->tile_n, sms, exec));
         if (other < own) {
           snprintf(why, sizeof why, "tiles of %d rows of A are estimated faster here than %d (%lld against %lld)", tm,
                    v->tile_m, (long long)other, (long long)own);
@@ -664,7 +677,7 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
       /* the blocks: tiles (of every batch) times the K splits the kernel launches where it splits
       ** them all (kg__fp4t_plan_for; grids that split only their last round fill the SMs) */
       const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, v->tile_m, v->tile_n);
-      const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, g->k, sms);
+      const kg__fp4t_plan plan = kg__fp4t_plan_for(tiles, g->k, sms, ws);
       const int splits = plan.whole == 0 ? plan.splits : 1;
       /* unsplit grids from 3/4 of the SMs, split ones (shorter blocks) from 2/3 (H200: 32 tiles x 3
       ** splits, 96 blocks, 4096x14336 at m = 256: 66 us against the skinny kernel's 90) */
@@ -694,6 +707,7 @@ static kg_status kg__fp4_check_op(kg_op op, const void *args, const kg_exec *exe
                                   kg__sink *sink) {
   kg_status st;
   call->key.mm = NULL;
+  call->key.ws_query = 0;
   switch (op) {
     case KG_OP_FP4_QUANTIZE: case KG_OP_FP4_DEQUANTIZE:
       st = kg__fp4_check(op, (const kg_fp4_args *)args, &call->key, sink); break;
@@ -923,7 +937,27 @@ typedef struct kg__mm_choice {
   const kg_variant *v;      /* NULL when exec->variant forces the path */
   int path;                 /* query: the path would run with the size's workspace */
   kg__deq_plan plan;
+  size_t split_bytes;       /* v tensorop: the workspace its K splits could sum through (0: none) */
 } kg__mm_choice;
+
+/* Tensorop variant ch->v: its K splits through the workspace (ch->split_bytes, and an explain
+** line where they apply: taken, or what workspace would allow them). */
+static void kg__fp4t_say_splits(kg__mm_choice *ch, const kg_exec *exec, int query, kg__sink *sink) {
+  const kg__fp4_mm *g = ch->call.key.mm;
+  const kg_variant *v = ch->v;
+  const int sms = kg__sm_count(v->backend);
+  const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, v->tile_m, v->tile_n);
+  const kg__fp4t_plan with = kg__fp4t_plan_for(tiles, g->k, sms, 1), without = kg__fp4t_plan_for(tiles, g->k, sms, 0);
+  ch->split_bytes = kg__fp4t_ws_bytes(with, tiles, v->tile_m);
+  if (query || ch->split_bytes == 0) return;
+  if (kg__fp4t_ws_fits(tiles, g->k, sms, v->tile_m, exec->workspace, exec->workspace_size))
+    kg__say(sink, "%s: %lld tiles in %d K splits each, summed through the workspace (%zu bytes)\n", v->name,
+            (long long)(tiles - with.whole), with.splits, ch->split_bytes);
+  else
+    kg__say(sink, "%s: %lld tiles in %d K splits each (clusters); a workspace of %zu bytes, 16-byte aligned "
+            "(%s_workspace_size), would give %d\n", v->name, (long long)(tiles - without.whole), without.splits,
+            ch->split_bytes, g->dual ? "kg_dualgemm_fp4" : "kg_gemm_fp4", with.splits);
+}
 
 /* Checks and dispatch of KG_OP_GEMM_FP4 / KG_OP_DUALGEMM_FP4, explain lines
 ** into sink. query: for the workspace size (exec's workspace not looked at). */
@@ -935,11 +969,14 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
   const int dual = op == KG_OP_DUALGEMM_FP4;
   ch->v = NULL;
   ch->path = 0;
+  ch->split_bytes = 0;
   if ((st = kg__fp4_check_op(op, args, exec, &ch->call, sink)) != KG_SUCCESS) return st;
+  ch->call.key.ws_query = query;
   const char *forced = exec->variant && strncmp(exec->variant, KG__DEQ_PREFIX, np) == 0 ? exec->variant + np : NULL;
   if (!forced) {
     if ((st = kg__first_fit(op, kg__fp4_rejects_ctx, &ch->call.key, exec, &ch->v, sink)) != KG_SUCCESS) return st;
     if (exec->backend == KG_BACKEND_C) return KG_SUCCESS;   /* the path is for GPU backends */
+    if (strcmp(ch->v->kernel, "tensorop") == 0) kg__fp4t_say_splits(ch, exec, query, sink);
     if (exec->variant) {
       kg__say(sink, "dequantize path: not taken: exec->variant forces %s\n", ch->v->name);
       return KG_SUCCESS;
@@ -1094,7 +1131,7 @@ static kg_status kg__fp4_mm_workspace(kg_op op, const void *args, const kg_exec 
   *bytes = 0;
   kg__mm_choice ch;
   kg_status st = kg__mm_choose(op, args, exec, 1, &ch, NULL);
-  if (st == KG_SUCCESS && ch.path) *bytes = ch.plan.bytes;
+  if (st == KG_SUCCESS) *bytes = ch.path ? ch.plan.bytes : ch.split_bytes;
   return st;
 }
 kg_status kg_gemm_fp4_workspace_size(const kg_gemm_fp4_args *args, const kg_exec *exec, size_t *bytes) {

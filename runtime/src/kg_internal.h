@@ -265,31 +265,61 @@ int kg__sm_count(kg_backend b);
 /* FP4 tensorop kernels: how `tiles` output tiles run on `sms` SMs (one block per SM; the kernels
 ** step K in groups of 128, two 64-wide tiles per wait on the MMAs). A launch of the first `whole`
 ** tiles (launch order), each one block over all of K; then a launch of the others, each tile
-** `splits` blocks, one thread-block cluster that sums its partial tiles in distributed shared
-** memory. Every split keeps 4 groups (512 of K), and a launch of split tiles has the most splits
-** (at most 4) whose clusters all run at once: 2 x tiles blocks within the SMs, 3 or 4 x tiles
+** `splits` blocks that sum their partial tiles: one thread-block cluster per tile, through
+** distributed shared memory, or (`global`, only where the caller's workspace holds
+** kg__fp4t_ws_bytes) through the workspace, the tile's last block to finish summing them.
+** Every split keeps 4 groups (512 of K), and a launch of split tiles has the most splits (at most
+** 4) whose blocks all run at once: clusters of 2 x tiles blocks within the SMs, of 3 or 4 x tiles
 ** within 9/10 of them (clusters stay inside one GPC; H200, 132 SMs, one block per SM: at most 66
 ** clusters of 2, 39 of 3, 30 of 4, 15 of 8; a grid of 32 clusters of 4 took two rounds:
-** 4096 x 4096 at m = 128, 45 us against 50 unsplit).
+** 4096 x 4096 at m = 128, 45 us against 50 unsplit); splits through the workspace need no cluster,
+** so any splits x tiles <= SMs, and they are taken where they cut a block's K groups by at least
+** KG__FP4T_GLOBAL_MIN against the clusters' splits: their sums cost about that much (H200, 128-row
+** tiles, 32 tiles: k 14336, 4 splits through the workspace against 3 clusters, 28 groups against
+** 38, 44.2 against 47.0 us; k 4096, 8 against 11, 24.7 against 20.8).
 ** - Tiles that fill at most half the SMs: all split (whole 0).
 ** - Tiles of several rounds whose last round would fill at most half the SMs: the whole rounds,
 **   then the last round's tiles split, so that it takes a half to a quarter of a round.
-** - Else every tile whole (splits 1). */
-typedef struct kg__fp4t_plan { int64_t whole; int splits; } kg__fp4t_plan;
-static inline int kg__fp4t_split_count(int64_t tiles, int64_t k, int sms) {
+** - Else every tile whole (splits 1).
+** ws: 1 where the workspace may be used. */
+typedef struct kg__fp4t_plan { int64_t whole; int splits; int global; } kg__fp4t_plan;
+#define KG__FP4T_GLOBAL_MIN 8
+static inline int kg__fp4t_split_count(int64_t tiles, int64_t k, int sms, int global) {
   const int64_t groups = (k + 127) / 128;
   if (tiles < 1 || 2 * tiles > sms) return 1;
   for (int64_t s = groups / 4 < 4 ? groups / 4 : 4; s >= 2; s--)
-    if (tiles * s <= (s == 2 ? (int64_t)sms : (int64_t)sms * 9 / 10)) return (int)s;
+    if (tiles * s <= (s == 2 || global ? (int64_t)sms : (int64_t)sms * 9 / 10)) return (int)s;
   return 1;
 }
-static inline kg__fp4t_plan kg__fp4t_plan_for(int64_t tiles, int64_t k, int sms) {
-  kg__fp4t_plan p = { tiles, 1 };
+static inline kg__fp4t_plan kg__fp4t_plan_for(int64_t tiles, int64_t k, int sms, int ws) {
+  kg__fp4t_plan p = { tiles, 1, 0 };
   if (tiles < 1 || sms < 1) return p;
   const int64_t whole = 2 * tiles <= sms ? 0 : tiles / sms * sms;
-  const int s = kg__fp4t_split_count(tiles - whole, k, sms);
-  if (s > 1) { p.whole = whole; p.splits = s; }
+  const int s = kg__fp4t_split_count(tiles - whole, k, sms, 0);
+  const int g = ws ? kg__fp4t_split_count(tiles - whole, k, sms, 1) : 1;
+  const int64_t groups = (k + 127) / 128;
+  if (g > s && (groups + s - 1) / s - (groups + g - 1) / g >= KG__FP4T_GLOBAL_MIN) {
+    p.whole = whole; p.splits = g; p.global = 1;
+  }
+  else if (s > 1) { p.whole = whole; p.splits = s; }
   return p;
+}
+
+/* FP4 tensorop kernels: workspace bytes of plan p of `tiles` tiles of tm rows of A (x 128 weight
+** rows, both forms): each split block's f32 partial tile, then a 4-byte counter per split tile
+** (zeroed by the launch), 16-byte aligned; 0 where p does not split through the workspace. */
+static inline size_t kg__fp4t_ws_bytes(kg__fp4t_plan p, int64_t tiles, int tm) {
+  if (!p.global) return 0;
+  const int64_t n = tiles - p.whole;
+  return (size_t)(n * p.splits * tm * 128 * 4 + (n * 4 + 15) / 16 * 16);
+}
+
+/* FP4 tensorop kernels: 1 where a workspace ws of ws_size bytes (NULL: none) lets the plan of
+** `tiles` tiles of tm rows split through it: 16-byte aligned, holding kg__fp4t_ws_bytes of the
+** plan with ws 1 (the launch and dispatch both decide by this). */
+static inline int kg__fp4t_ws_fits(int64_t tiles, int64_t k, int sms, int tm, const void *ws, size_t ws_size) {
+  const size_t need = kg__fp4t_ws_bytes(kg__fp4t_plan_for(tiles, k, sms, 1), tiles, tm);
+  return need > 0 && ws && (uintptr_t)ws % 16 == 0 && ws_size >= need;
 }
 
 /* FP4 tensorop kernels: the rows of A per block (tile_m) they are built with, largest first:
@@ -305,7 +335,7 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 
 /* FP4 tensorop kernels: estimated time of `batch` m x n x k problems on tiles of tm rows of A (one
 ** of kg__fp4t_tile_m) x tn output columns, in units of 10 ns: rounds of blocks (one per SM, K splits
-** counted, kg__fp4t_plan_for) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus
+** counted, kg__fp4t_plan_for with ws) times a block's time, its 128-wide K steps at KG__FP4T_STEP plus
 ** KG__FP4T_FIXED. Fitted to H200 kernel times, NVFP4 GEMM: 256 rows (bench/results 2026-12-02
 ** fp4-tensorop-tile-m) 37.2 us for 16 steps (4096 x 4096, m = 384), 57.4 for 32 (14336 x 4096,
 ** m = 256); 128 rows with 8 stages (bench/results 2026-12-04 fp4-tensorop-stages, least squares)
@@ -314,9 +344,9 @@ static inline int64_t kg__fp4t_tiles(int64_t m, int64_t n, int64_t batch, int tm
 ** size is estimated faster. */
 #define KG__FP4T_STEP(tm) ((tm) == 256 ? 127 : 91)
 #define KG__FP4T_FIXED(tm) ((tm) == 256 ? 1680 : 977)
-static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms) {
+static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t batch, int tm, int tn, int sms, int ws) {
   const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, tn), groups = (k + 127) / 128;
-  const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
+  const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms, ws);
   const int64_t whole_rounds = (p.whole + sms - 1) / sms;
   const int64_t split_rounds = p.splits > 1 ? ((tiles - p.whole) * p.splits + sms - 1) / sms : 0;
   return whole_rounds * (groups * KG__FP4T_STEP(tm) + KG__FP4T_FIXED(tm)) +

@@ -460,48 +460,95 @@ START_TEST(test_workspace_contract) {
 END_TEST
 
 /* The tensorop kernels' launch plan (kg__fp4t_plan_for) and cost estimate with H200 figures (132
-** SMs, K = 4096: 32 groups of 128), and its invariants over many grids. */
+** SMs, K = 4096: 32 groups of 128), with and without a workspace to split through, and its
+** invariants over many grids. */
 START_TEST(test_tensorop_plan) {
-  static const struct { int64_t tiles, k; int sms; int64_t whole; int splits; } CASES[] = {
-    { 64, 4096, 132, 0, 2 },      /* half the SMs: 2 splits (3 or 4 would exceed 9/10 of them) */
-    { 32, 4096, 132, 0, 3 },      /* 96 blocks of 3 splits within 9/10 of the SMs */
-    { 16, 4096, 132, 0, 4 },
-    { 16, 1024, 132, 0, 2 },      /* 8 groups: 2 splits of 4 */
-    { 16, 896, 132, 16, 1 },      /* 7 groups: no split keeps 4 */
-    { 100, 4096, 132, 100, 1 },   /* one round, over half the SMs */
-    { 448, 4096, 132, 396, 2 },   /* 14336 x 4096 at m = 1024 (256-row tiles): 3 rounds, 52 tiles split */
-    { 160, 4096, 132, 132, 4 },   /* 4096 x 4096 at m = 1280: a last round of 28 tiles in 4 splits */
-    { 198, 4096, 132, 132, 2 },   /* a last round of 66 tiles: 132 blocks */
-    { 199, 4096, 132, 199, 1 },   /* 67 would need 134 */
-    { 896, 4096, 132, 896, 1 },   /* a last round of 104 tiles */
-    { 264, 4096, 132, 264, 1 },   /* two whole rounds */
-    { 448, 896, 132, 448, 1 },    /* 7 groups */
-    { 448, 1024, 132, 396, 2 },
-    { 140, 4096, 131, 131, 4 },
+  static const struct { int64_t tiles, k; int sms; int64_t whole; int splits; int global_splits; } CASES[] = {
+    /* global_splits: with the workspace (0: not taken: no more splits than clusters, or fewer than
+    ** KG__FP4T_GLOBAL_MIN (8) groups less a block) */
+    { 64, 4096, 132, 0, 2, 0 },      /* half the SMs: 2 splits (3 or 4 would exceed 9/10 of them) */
+    { 32, 4096, 132, 0, 3, 0 },      /* 96 blocks of 3 splits within 9/10 of the SMs; 4 unclustered save 3 groups */
+    { 32, 14336, 132, 0, 3, 4 },     /* 112 groups: 28 a block against 38 */
+    { 30, 12288, 132, 0, 3, 4 },     /* 96 groups: 24 against 32 */
+    { 30, 8192, 132, 0, 3, 0 },      /* 64 groups: 16 against 22 */
+    { 29, 14336, 132, 0, 4, 0 },     /* 116 blocks in clusters of 4 */
+    { 44, 4096, 132, 0, 2, 0 },      /* 3 splits (132 blocks) save 5 groups of 16 */
+    { 44, 14336, 132, 0, 2, 3 },     /* 38 against 56 */
+    { 40, 14336, 132, 0, 2, 3 },
+    { 39, 14336, 132, 0, 3, 0 },
+    { 16, 4096, 132, 0, 4, 0 },
+    { 16, 1024, 132, 0, 2, 0 },      /* 8 groups: 2 splits of 4 */
+    { 32, 1536, 132, 0, 3, 0 },      /* 12 groups: at most 3 */
+    { 16, 896, 132, 16, 1, 0 },      /* 7 groups: no split keeps 4 */
+    { 100, 4096, 132, 100, 1, 0 },   /* one round, over half the SMs */
+    { 448, 4096, 132, 396, 2, 0 },   /* 14336 x 4096 at m = 1024 (256-row tiles): 3 rounds, 52 tiles split */
+    { 160, 4096, 132, 132, 4, 0 },   /* 4096 x 4096 at m = 1280: a last round of 28 tiles in 4 splits */
+    { 164, 4096, 132, 132, 3, 0 },   /* a last round of 32 tiles */
+    { 164, 14336, 132, 132, 3, 4 },
+    { 198, 4096, 132, 132, 2, 0 },   /* a last round of 66 tiles: 132 blocks */
+    { 199, 4096, 132, 199, 1, 0 },   /* 67 would need 134 */
+    { 896, 4096, 132, 896, 1, 0 },   /* a last round of 104 tiles */
+    { 264, 4096, 132, 264, 1, 0 },   /* two whole rounds */
+    { 448, 896, 132, 448, 1, 0 },    /* 7 groups */
+    { 448, 1024, 132, 396, 2, 0 },
+    { 140, 4096, 131, 131, 4, 0 },
   };
   for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-    const kg__fp4t_plan p = kg__fp4t_plan_for(CASES[i].tiles, CASES[i].k, CASES[i].sms);
-    ck_assert_msg(p.whole == CASES[i].whole && p.splits == CASES[i].splits, "%lld tiles, k %lld, %d SMs: %lld whole, %d splits",
-                  (long long)CASES[i].tiles, (long long)CASES[i].k, CASES[i].sms, (long long)p.whole, p.splits);
+    const kg__fp4t_plan p = kg__fp4t_plan_for(CASES[i].tiles, CASES[i].k, CASES[i].sms, 0);
+    ck_assert_msg(p.whole == CASES[i].whole && p.splits == CASES[i].splits && !p.global,
+                  "%lld tiles, k %lld, %d SMs: %lld whole, %d splits", (long long)CASES[i].tiles, (long long)CASES[i].k,
+                  CASES[i].sms, (long long)p.whole, p.splits);
+    const kg__fp4t_plan w = kg__fp4t_plan_for(CASES[i].tiles, CASES[i].k, CASES[i].sms, 1);
+    const int gs = CASES[i].global_splits;
+    ck_assert_msg(w.whole == CASES[i].whole && w.splits == (gs ? gs : CASES[i].splits) && w.global == (gs > 0),
+                  "%lld tiles, k %lld, %d SMs, workspace: %lld whole, %d splits, global %d", (long long)CASES[i].tiles,
+                  (long long)CASES[i].k, CASES[i].sms, (long long)w.whole, w.splits, w.global);
+    /* the partial tiles (256 rows x 128 f32 each) and the counters, 16-byte aligned */
+    const int64_t split = CASES[i].tiles - CASES[i].whole;
+    ck_assert_uint_eq(kg__fp4t_ws_bytes(w, CASES[i].tiles, 256),
+                      gs ? (uint64_t)(split * gs * 256 * 128 * 4 + (split * 4 + 15) / 16 * 16) : 0);
+    ck_assert_uint_eq(kg__fp4t_ws_bytes(p, CASES[i].tiles, 256), 0);
+  }
+  /* the workspace decides: aligned and large enough for the plan's bytes */
+  {
+    static char ws[32 * 4 * 128 * 128 * 4 + 128 + 16];
+    char *a = ws + (16 - (uintptr_t)ws % 16) % 16;
+    const size_t need = 32 * 4 * 128 * 128 * 4 + 128;   /* 32 tiles of 128 rows in 4 splits */
+    ck_assert(kg__fp4t_ws_fits(32, 14336, 132, 128, a, need));
+    ck_assert(!kg__fp4t_ws_fits(32, 14336, 132, 128, a, need - 1));
+    ck_assert(!kg__fp4t_ws_fits(32, 14336, 132, 128, a + 4, need));
+    ck_assert(!kg__fp4t_ws_fits(32, 14336, 132, 128, NULL, need));
+    ck_assert(!kg__fp4t_ws_fits(64, 14336, 132, 128, a, need));   /* 2 splits either way: not used */
+    ck_assert(!kg__fp4t_ws_fits(32, 4096, 132, 128, a, need));    /* 3 groups less a block: not used */
   }
   /* 3 rounds of 32 steps and a round of 16: 3 (32 * 127 + 1680) + 16 * 127 + 1680 */
-  ck_assert_int_eq((int)kg__fp4t_cost(1024, 14336, 4096, 1, 256, 128, 132), 20944);
+  ck_assert_int_eq((int)kg__fp4t_cost(1024, 14336, 4096, 1, 256, 128, 132, 0), 20944);
   /* one round of 64 blocks of 16 steps, 2 splits */
-  ck_assert_int_eq((int)kg__fp4t_cost(256, 8192, 4096, 1, 256, 128, 132), 16 * 127 + 1680);
+  ck_assert_int_eq((int)kg__fp4t_cost(256, 8192, 4096, 1, 256, 128, 132, 0), 16 * 127 + 1680);
+  /* 32 tiles of 128 rows (4096 x 14336, m = 128): 3 splits of 38 steps, through the workspace 4 of 28 */
+  ck_assert_int_eq((int)kg__fp4t_cost(128, 4096, 14336, 1, 128, 128, 132, 0), 38 * 91 + 977);
+  ck_assert_int_eq((int)kg__fp4t_cost(128, 4096, 14336, 1, 128, 128, 132, 1), 28 * 91 + 977);
   /* a round of 32 steps, then 28 tiles in 4 splits of 8 */
-  ck_assert_int_eq((int)kg__fp4t_cost(1280, 4096, 4096, 1, 256, 128, 132), 32 * 127 + 1680 + 8 * 127 + 1680);
+  ck_assert_int_eq((int)kg__fp4t_cost(1280, 4096, 4096, 1, 256, 128, 132, 0), 32 * 127 + 1680 + 8 * 127 + 1680);
   static const int SMS[] = { 1, 7, 78, 114, 131, 132 };
   for (size_t si = 0; si < sizeof SMS / sizeof SMS[0]; si++)
     for (int64_t tiles = 1; tiles < 1500; tiles += 7)
       for (int64_t k = 2; k < 20000; k = k * 2 + 126) {
         const int sms = SMS[si];
-        const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms);
-        const int64_t groups = (k + 127) / 128, split = tiles - p.whole;
-        ck_assert(p.splits >= 1 && p.splits <= 4 && p.whole >= 0 && p.whole <= tiles);
-        ck_assert(p.splits == 1 ? p.whole == tiles : split > 0 && groups >= 4 * p.splits);
-        /* the split tiles' clusters run at once; whole tiles before them only in whole rounds */
-        ck_assert(p.splits == 1 || split * p.splits <= (p.splits == 2 ? sms : sms * 9 / 10));
-        ck_assert(p.splits == 1 || p.whole % sms == 0);
+        for (int ws = 0; ws < 2; ws++) {
+          const kg__fp4t_plan p = kg__fp4t_plan_for(tiles, k, sms, ws), c = kg__fp4t_plan_for(tiles, k, sms, 0);
+          const int64_t groups = (k + 127) / 128, split = tiles - p.whole;
+          ck_assert(p.splits >= 1 && p.splits <= 4 && p.whole >= 0 && p.whole <= tiles);
+          ck_assert(p.splits == 1 ? p.whole == tiles : split > 0 && groups >= 4 * p.splits);
+          /* the split tiles' blocks (clusters) run at once; whole tiles before them only in whole rounds */
+          ck_assert(p.splits == 1 || split * p.splits <= (p.splits == 2 || p.global ? sms : sms * 9 / 10));
+          ck_assert(p.splits == 1 || p.whole % sms == 0);
+          /* the workspace only where it saves a block KG__FP4T_GLOBAL_MIN groups against clusters, over
+          ** the same tiles */
+          ck_assert(!p.global || (ws && p.splits > c.splits && p.whole == c.whole &&
+                                  (groups + c.splits - 1) / c.splits - (groups + p.splits - 1) / p.splits >= 8));
+          ck_assert(p.global || (p.splits == c.splits && p.whole == c.whole));
+        }
       }
 }
 END_TEST

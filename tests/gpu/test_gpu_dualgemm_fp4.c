@@ -41,7 +41,8 @@
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
-** The tensorop variants run CASES and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
+** The tensorop variants run CASES, SPLIT_CASES (by dispatch with the size query's workspace, through
+** which the K splits then sum) and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
 ** partly filled; n cut inside a 64-column tile; ragged k; batched with per-batch and shared A, W0,
 ** W1), and check_tensorop_dispatch (see there).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
@@ -81,6 +82,7 @@
 */
 #include "gpu_test.h"
 #include "../c/fp4_ref.h"
+#include "kg_internal.h"
 
 #define DPREFIX "kg_fp4dualgemm_" BACKEND_NAME "_"
 #define APREFIX "kg_amax_" BACKEND_NAME "_"
@@ -236,10 +238,22 @@ static const dcase TC_CASES[] = {
 };
 #define NTC_CASES ((int)(sizeof TC_CASES / sizeof TC_CASES[0]))
 
+/* The tensorop variants by dispatch, without and with the size query's workspace, which (132 SMs)
+** sums the K splits through it: 32 tiles of 128 x 64 in 4 splits instead of 3 clusters (m 100,
+** n 2000: the last tile cut, ragged k; m 120, n 1000 x 2 batches with a shared A; 96 to 112 groups
+** of 128, a block 8 to 10 fewer). */
+static const dcase SPLIT_CASES[] = {
+  { 100, 2000, 14300, 0, 0, CN_FULL, CN_NONE, 1, 1 }, { 120, 1000, 12288, 2, SH_A, CN_BIAS, CN_FULL, 0, 1 },
+};
+#define NSPLIT_CASES ((int)(sizeof SPLIT_CASES / sizeof SPLIT_CASES[0]))
+
 /* How a case runs: the variant forced by name; dispatch without a workspace; dispatch with a workspace
 ** of kg_dualgemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
-enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE };
-static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace" };
+/* RUN_SPLIT: as RUN_WORKSPACE, and on 132 SMs (the H200) the tensorop kernel must sum its K splits
+** through that workspace (SPLIT_CASES) */
+enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE, RUN_SPLIT };
+static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace",
+                                         "dispatch, workspace for the K splits" };
 #define DEQ_PREFIX "dequantize + "
 static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
 
@@ -345,6 +359,8 @@ static void fop_decode(const fop *o, const dvar *v, int layout, int64_t rows, in
 
 /* One DualGemm case of v, run as `how`. Returns 1 on pass; *worst: error in tolerance units;
 ** *path_runs counts the calls that took the dequantize path. */
+static size_t tc_split_bytes(const char *sel, int64_t m, int64_t n, int64_t k, int64_t batch);
+
 static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *path_runs) {
   const int64_t m = c->m, n = c->n, k = c->k, batch = c->batch ? c->batch : 1;
   const int bf = v->bf;
@@ -433,21 +449,32 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     const char *sel = NULL;
     const int gs_any = a.global_scale_b0 || a.global_scale_b1 || a.global_scale_a;
     const char *target = any_m_target(v);
-    const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) && !strstr(target, "_tensorop_") &&
+    const int fused = strstr(target, "_tensorop_") != NULL;
+    const int expect = BACKEND != KG_BACKEND_C && c->al && has_tensorop(v) && !fused &&
                        (bf || (v->format == KG_FP4_NVFP4 && !gs_any));
     kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws);
-    if (qs != KG_SUCCESS || (ws > 0) != expect) {
+    /* a tensorop target: the size of its K splits' sums (checked below against the variant chosen with it) */
+    if (qs != KG_SUCCESS || (!fused && (ws > 0) != expect)) {
       printf("FAIL %s: workspace size %s, %zu bytes\n", what, kg_status_string(qs), ws);
       ok = 0;
     }
-    if (how == RUN_WORKSPACE && ws > 0) {   /* NaN bytes (up() poisons): a GEMM reading the row padding fails */
+    if (how >= RUN_WORKSPACE && ws > 0) {   /* NaN bytes (up() poisons): a GEMM reading the row padding fails */
       dW_ = up(NULL, ws);
       e.workspace = dW_.p; e.workspace_size = ws;
     }
     kg_status ss = kg_dualgemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
     const char *tc = "kg_dualgemm_" BACKEND_NAME "_tensorop_";
-    if (ss != KG_SUCCESS || path != (how == RUN_WORKSPACE && ws > 0) || (!path && !is_target(sel, target)) ||
+    if (fused && ss == KG_SUCCESS && how >= RUN_WORKSPACE && ws != tc_split_bytes(sel, a.m, a.n, a.k, c->batch ? c->batch : 1)) {
+      printf("FAIL %s: workspace size %zu, %s sums its K splits through %zu\n", what, ws, sel,
+             tc_split_bytes(sel, a.m, a.n, a.k, c->batch ? c->batch : 1));
+      ok = 0;
+    }
+    if (how == RUN_SPLIT && BACKEND != KG_BACKEND_C && kg__sm_count(BACKEND) == 132 && ws == 0) {
+      printf("FAIL %s: no K splits through the workspace\n", what);
+      ok = 0;
+    }
+    if (ss != KG_SUCCESS || path != (how >= RUN_WORKSPACE && ws > 0 && !fused) || (!path && !is_target(sel, target)) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), tc, strlen(tc)) != 0)) {
       printf("FAIL %s: select %s gave %s (workspace %zu bytes)\n", what, kg_status_string(ss), sel ? sel : "-", ws);
       ok = 0;
@@ -751,6 +778,14 @@ static int tile_of(const char *name) {
   return t ? atoi(t + 3) : 256;
 }
 
+/* The workspace the tensorop variant sel sums its K splits through for m x n x k and batch problems
+** (its plan given a workspace, kg_internal.h; 0 where it splits in clusters or not at all). */
+static size_t tc_split_bytes(const char *sel, int64_t m, int64_t n, int64_t k, int64_t batch) {
+  const int tm = tile_of(sel);
+  const int64_t tiles = kg__fp4t_tiles(m, n, batch, tm, 64);
+  return kg__fp4t_ws_bytes(kg__fp4t_plan_for(tiles, k, kg__sm_count(BACKEND), 1), tiles, tm);
+}
+
 /* Whether v's tensorop twin with tm rows of A per tile (name + "_tm<rows>" unless 256) is compiled in. */
 static int has_tile(const dvar *v, int tm) {
   char name[200];
@@ -822,7 +857,10 @@ static int check_tensorop_dispatch(const dvar *v) {
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
     const int tile = both ? CASES[i].tile : CASES[i].tile1;
     const int want = CASES[i].forced ? CASES[i].st == KG_SUCCESS : tile == own;
-    int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws == 0));
+    /* the size: 0, or the K splits' sums of the tile the query's choice (given a workspace) has */
+    const int64_t nb = CASES[i].batch ? CASES[i].batch : 1;
+    const int ws_ok = ws == 0 || ws == tc_split_bytes("", a.m, a.n, k, nb) || ws == tc_split_bytes("_tm128", a.m, a.n, k, nb);
+    int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws_ok));
     if (good && !picked && !CASES[i].forced && tile > 0)   /* the twin of the case's tile is chosen */
       good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == tile;
     else if (good && !picked && !CASES[i].forced) {   /* explain names the rule */
@@ -1026,6 +1064,9 @@ int main(int argc, char **argv) {
       }
       for (int c = 0; v.tensorop && c < NTC_CASES; c++)
         if (run_dual(&v, &TC_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+      for (int c = 0; v.tensorop && c < NSPLIT_CASES; c++)
+        for (int how = RUN_DISPATCH; how <= RUN_SPLIT; how += RUN_SPLIT - RUN_DISPATCH)
+          if (run_dual(&v, &SPLIT_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
       if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {

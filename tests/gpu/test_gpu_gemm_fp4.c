@@ -25,7 +25,8 @@
 ** 32-row slices; m = 100 at n 4000: two 64-row slices of 63 blocks, 7/8
 ** of a block per SM), {130, 257} (mma kernels and skinny 16-row slices) and {140, 160, 250, 300, 385,
 ** 512} (skinny kernels, MID_CASES: 128-, 64-, 32- and 16-row slices, see there), {200, 600} (the
-** tensorop kernels, TC_CASES: grids whose last round is K-split, see there),
+** tensorop kernels, TC_CASES: grids whose last round is K-split, see there; SPLIT_CASES: m 100 and 120,
+** by dispatch with the size query's workspace, through which the K splits then sum),
 ** n in {1, 7, 33, 65, 129, 300, 600, 1000, 1100, 2200, 4000, 4300, 8448, 8500, 8600, 14336, 17500, 34000}, k in {2, 30, 64, 200, 544, 600, 1024, 1280, 2048, 2560, 4096, 8576}
 ** (ragged chunks of 32 and 128, kv not a multiple of 4; n not a multiple of the 32-column skinny block;
 ** 2200 rows: more skinny blocks than SMs, 34000 rows at m 16: a skinny grid of several waves, 8576: long
@@ -69,6 +70,7 @@
 */
 #include "gpu_test.h"
 #include "../c/fp4_ref.h"
+#include "kg_internal.h"
 
 #define VPREFIX "kg_fp4gemm_" BACKEND_NAME "_"
 
@@ -124,8 +126,11 @@ typedef struct gcase { int64_t m, n, k; int with_c, bias, with_gs, al; } gcase;
 
 /* How a case runs: v forced by name; dispatch (exec.variant NULL) without a workspace; dispatch with
 ** a workspace of kg_gemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
-enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE };
-static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace" };
+/* RUN_SPLIT: as RUN_WORKSPACE, and on 132 SMs (the H200) the tensorop kernel must sum its K splits
+** through that workspace (SPLIT_CASES) */
+enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE, RUN_SPLIT };
+static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace",
+                                         "dispatch, workspace for the K splits" };
 #define DEQ_PREFIX "dequantize + "
 #define TC_PREFIX "kg_gemm_" BACKEND_NAME "_tensorop_"
 
@@ -155,6 +160,14 @@ static int is_target(const char *sel, const char *target) {
 static int tile_of(const char *name) {
   const char *t = strstr(name, "_tm");
   return t ? atoi(t + 3) : 256;
+}
+
+/* The workspace the tensorop variant sel sums its K splits through for m x n x k (its plan given a
+** workspace, kg_internal.h; 0 where it splits in clusters or not at all). */
+static size_t tc_split_bytes(const char *sel, int64_t m, int64_t n, int64_t k) {
+  const int tm = tile_of(sel);
+  const int64_t tiles = kg__fp4t_tiles(m, n, 1, tm, 128);
+  return kg__fp4t_ws_bytes(kg__fp4t_plan_for(tiles, k, kg__sm_count(BACKEND), 1), tiles, tm);
 }
 
 /* One case of variant v. Returns 1 on pass. *worst: error in tolerance units; *path_runs counts the
@@ -260,12 +273,13 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     const char *target = any_m_target(v);
     const int fused = strstr(target, "_tensorop_") != NULL;
     const int expect = !fused && BACKEND != KG_BACKEND_C && c->al && (v->bf || (v->format == KG_FP4_NVFP4 && !gs_any));
-    if (qs != KG_SUCCESS || (ws > 0) != expect) {
+    /* a tensorop target: the size of its K splits' sums (checked below against the variant chosen with it) */
+    if (qs != KG_SUCCESS || (!fused && (ws > 0) != expect)) {
       printf("FAIL %s m%lld n%lld k%lld: workspace size %s, %zu bytes\n", v->name, (long long)m, (long long)n,
              (long long)k, kg_status_string(qs), ws);
       ok = 0;
     }
-    if (how == RUN_WORKSPACE && ws > 0) {   /* NaN bytes: a GEMM reading the row padding fails */
+    if (how >= RUN_WORKSPACE && ws > 0) {   /* NaN bytes: a GEMM reading the row padding fails */
       uint8_t *poison = xmalloc(ws);
       memset(poison, 0xFF, ws);
       bW = dev_alloc(ws);
@@ -275,7 +289,17 @@ static int run_case(const gvar *v, const gcase *c, int how, double *worst, int *
     }
     kg_status ss = kg_gemm_fp4_select(&a, &e, &sel);
     path = ss == KG_SUCCESS && !strncmp(sel, DEQ_PREFIX, strlen(DEQ_PREFIX));
-    const int want_path = how == RUN_WORKSPACE && ws > 0;
+    const int want_path = how >= RUN_WORKSPACE && ws > 0 && !fused;
+    if (fused && ss == KG_SUCCESS && how >= RUN_WORKSPACE && ws != tc_split_bytes(sel, m, n, k)) {
+      printf("FAIL %s m%lld n%lld k%lld: workspace size %zu, %s sums its K splits through %zu\n", v->name,
+             (long long)m, (long long)n, (long long)k, ws, sel, tc_split_bytes(sel, m, n, k));
+      ok = 0;
+    }
+    if (how == RUN_SPLIT && BACKEND != KG_BACKEND_C && kg__sm_count(BACKEND) == 132 && ws == 0) {
+      printf("FAIL %s m%lld n%lld k%lld: no K splits through the workspace\n", v->name, (long long)m, (long long)n,
+             (long long)k);
+      ok = 0;
+    }
     if (ss != KG_SUCCESS || path != want_path || (!path && !is_target(sel, target)) ||
         (path && strncmp(sel + strlen(DEQ_PREFIX), TC_PREFIX, strlen(TC_PREFIX)))) {
       printf("FAIL %s m%lld n%lld k%lld (%s): select %s gave %s (workspace %zu bytes)\n", v->name, (long long)m,
@@ -466,7 +490,7 @@ static int check_tensorop_dispatch(const gvar *v) {
     const kg_status st = kg_gemm_fp4_select(&a, &e, &sel), qs = kg_gemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
     const int want = CASES[i].forced || CASES[i].tile == own;
-    int good = picked == want && qs == KG_SUCCESS && (!picked || ws == 0);
+    int good = picked == want && qs == KG_SUCCESS && (!picked || CASES[i].forced || ws == tc_split_bytes(sel, a.m, a.n, k));
     if (good && !picked && CASES[i].tile > 0)   /* the twin of the case's tile is chosen */
       good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == CASES[i].tile;
     else if (good && !picked) {   /* explain names the rule */
@@ -478,6 +502,33 @@ static int check_tensorop_dispatch(const gvar *v) {
       printf("FAIL %s: dispatch at m = %lld, n = %lld, k = %lld%s chose %s (%s), workspace %zu bytes\n", v->name,
              (long long)a.m, (long long)a.n, (long long)k, CASES[i].forced ? " (forced)" : "", sel ? sel : "-",
              kg_status_string(st), ws);
+      ok = 0;
+    }
+  }
+  /* 32 tiles of 128 rows (m 128, n 4096, k 14336; 132 SMs): 3 K splits in clusters, 4 through a
+  ** workspace of the size query's bytes (32 x 4 partial tiles of 128 x 128 f32 and 32 counters);
+  ** explain says which, and what workspace would give more */
+  if (own == 128 && kg__sm_count(BACKEND) == 132) {
+    kg_gemm_fp4_args a;
+    memset(&a, 0, sizeof a);
+    a.m = 128; a.n = 4096; a.k = 14336; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
+    a.a = dA; a.lda = a.k; a.b = dB; a.ldb = a.k / 2; a.sf_b = dS; a.sf_b_bytes = ref_sf_bytes(v->layout, a.n, a.k / bs, 1);
+    a.d = dD; a.ldd = a.n; a.alpha = 1.0f;
+    kg_exec e = exec_for(NULL);
+    size_t ws = 0;
+    const size_t want = (size_t)32 * 4 * 128 * 128 * 4 + 128;
+    char line[160];
+    const int sized = kg_gemm_fp4_workspace_size(&a, &e, &ws) == KG_SUCCESS && ws == want;
+    kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    snprintf(line, sizeof line, "%s: 32 tiles in 3 K splits each (clusters); a workspace of %zu bytes", v->name, want);
+    const int without = strstr(buf, line) != NULL;
+    e.workspace = dD; e.workspace_size = want;   /* explain reads no memory; dD is larger */
+    kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+    snprintf(line, sizeof line, "%s: 32 tiles in 4 K splits each, summed through the workspace (%zu bytes)", v->name, want);
+    const int with = strstr(buf, line) != NULL;
+    if (!sized || !without || !with) {
+      printf("FAIL %s: m 128, n 4096, k 14336: workspace size %zu (want %zu), explain without / with it %d / %d:\n%s",
+             v->name, ws, want, without, with, buf);
       ok = 0;
     }
   }
@@ -794,6 +845,12 @@ int main(int argc, char **argv) {
   static const gcase TC_CASES[] = {
     { 200, 17500, 1024, 1, 0, 1, 0 }, { 600, 17500, 2048, 0, 1, 1, 0 },
   };
+  /* tensorop variants by dispatch, without and with the size query's workspace, which (132 SMs) sums
+  ** the K splits through it: 32 tiles of 128 rows in 4 splits instead of 3 clusters (m 100, n 4000:
+  ** the last column tile cut; ragged k, 112 groups of 128, the last partly filled) */
+  static const gcase SPLIT_CASES[] = {
+    { 100, 4000, 14300, 1, 0, 1, 1 }, { 120, 4050, 14336, 0, 1, 0, 0 },
+  };
   /* any-M variants by dispatch, without and with the workspace (the dequantize path on a GPU where
   ** kg_gemm has a tensor-core variant: lds multiples of 8; M, N not multiples of its 128 x 128 tile,
   ** ragged K, C with beta, a bias row, with and without NVFP4 global scales); the last has
@@ -820,6 +877,9 @@ int main(int argc, char **argv) {
       if (run_case(&v, &MID_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     for (size_t c = 0; strstr(name, "_tensorop_") && c < sizeof TC_CASES / sizeof TC_CASES[0]; c++)
       if (run_case(&v, &TC_CASES[c], RUN_FORCED, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+    for (size_t c = 0; strstr(name, "_tensorop_") && c < sizeof SPLIT_CASES / sizeof SPLIT_CASES[0]; c++)
+      for (int how = RUN_DISPATCH; how <= RUN_SPLIT; how += RUN_SPLIT - RUN_DISPATCH)
+        if (run_case(&v, &SPLIT_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
     if (run_statuses(&v)) g_pass++; else { g_fail++; fails++; }
     /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
     if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
