@@ -42,7 +42,7 @@
 ** second reads the first's D2 as A and writes its D2 over the first's A (both checked; see there), at
 ** m = 5 and m = 24 (the second in the warpgroup form).
 ** The tensorop variants run CASES, SPLIT_CASES (by dispatch with the size query's workspace, through
-** which the K splits then sum) and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
+** which the K splits then sum; one variant also LAST_SPLIT_CASE, a split second launch) and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
 ** partly filled; n cut inside a 64-column tile; ragged k; batched with per-batch and shared A, W0,
 ** W1), and check_tensorop_dispatch (see there).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
@@ -246,6 +246,10 @@ static const dcase SPLIT_CASES[] = {
   { 100, 2000, 14300, 0, 0, CN_FULL, CN_NONE, 1, 1 }, { 120, 1000, 12288, 2, SH_A, CN_BIAS, CN_FULL, 0, 1 },
 };
 #define NSPLIT_CASES ((int)(sizeof SPLIT_CASES / sizeof SPLIT_CASES[0]))
+/* Two launches (132 SMs): a whole round of 132 tiles of 128 x 64, then the last 32 tiles in 4 splits
+** through the workspace; run on one variant (LAST_SPLIT_VARIANT), its reference being 17 G products. */
+static const dcase LAST_SPLIT_CASE = { 65, 10440, 12288, 0, 0, CN_NONE, CN_FULL, 1, 1 };
+#define LAST_SPLIT_VARIANT "tensorop_nvfp4_bf16_swiglu_d2_sf128x4_tm128"
 
 /* How a case runs: the variant forced by name; dispatch without a workspace; dispatch with a workspace
 ** of kg_dualgemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
@@ -1067,6 +1071,9 @@ int main(int argc, char **argv) {
       for (int c = 0; v.tensorop && c < NSPLIT_CASES; c++)
         for (int how = RUN_DISPATCH; how <= RUN_SPLIT; how += RUN_SPLIT - RUN_DISPATCH)
           if (run_dual(&v, &SPLIT_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+      if (v.tensorop && strstr(name, LAST_SPLIT_VARIANT)) {
+        if (run_dual(&v, &LAST_SPLIT_CASE, RUN_SPLIT, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+      }
       if (run_dual_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       /* the variants that honour KG_EXEC_PDL; on the host build every W4A16 variant (checks the test) */
       if (!v.a_fp4 && (v.max_m > 16 || BACKEND == KG_BACKEND_C)) {
