@@ -555,7 +555,7 @@ static int kg__fp4t_sibling(const kg_variant *v, int tm) {
 static int kg__fp4t_ws(const kg__fp4_key *k, int tm, int tn, int sms, const kg_exec *exec) {
   const kg__fp4_mm *g = k->mm;
   const int64_t tiles = kg__fp4t_tiles(g->m, g->n, g->batch, tm, tn);
-  if (k->ws_query) return kg__fp4t_ws_bytes(kg__fp4t_plan_for(tiles, g->k, sms, 1), tiles, tm) > 0;
+  if (k->ws_query) return kg__fp4t_plan_for(tiles, g->k, sms, 1).global;
   return kg__fp4t_ws_fits(tiles, g->k, sms, tm, exec->workspace, exec->workspace_size);
 }
 

@@ -861,10 +861,7 @@ static int check_tensorop_dispatch(const dvar *v) {
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
     const int tile = both ? CASES[i].tile : CASES[i].tile1;
     const int want = CASES[i].forced ? CASES[i].st == KG_SUCCESS : tile == own;
-    /* the size: 0, or the K splits' sums of the tile the query's choice (given a workspace) has */
-    const int64_t nb = CASES[i].batch ? CASES[i].batch : 1;
-    const int ws_ok = ws == 0 || ws == tc_split_bytes("", a.m, a.n, k, nb) || ws == tc_split_bytes("_tm128", a.m, a.n, k, nb);
-    int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws_ok));
+    int good = (!CASES[i].forced || st == CASES[i].st) && picked == want && (!picked || (qs == KG_SUCCESS && ws == 0));
     if (good && !picked && !CASES[i].forced && tile > 0)   /* the twin of the case's tile is chosen */
       good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == tile;
     else if (good && !picked && !CASES[i].forced) {   /* explain names the rule */

@@ -490,7 +490,7 @@ static int check_tensorop_dispatch(const gvar *v) {
     const kg_status st = kg_gemm_fp4_select(&a, &e, &sel), qs = kg_gemm_fp4_workspace_size(&a, &e, &ws);
     const int picked = st == KG_SUCCESS && !strcmp(sel, v->name);
     const int want = CASES[i].forced || CASES[i].tile == own;
-    int good = picked == want && qs == KG_SUCCESS && (!picked || CASES[i].forced || ws == tc_split_bytes(sel, a.m, a.n, k));
+    int good = picked == want && qs == KG_SUCCESS && (!picked || ws == tc_split_bytes(sel, a.m, a.n, k));
     if (good && !picked && CASES[i].tile > 0)   /* the twin of the case's tile is chosen */
       good = st == KG_SUCCESS && strstr(sel, "_tensorop_") && tile_of(sel) == CASES[i].tile;
     else if (good && !picked) {   /* explain names the rule */
