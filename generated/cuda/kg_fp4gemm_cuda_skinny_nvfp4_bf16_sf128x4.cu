@@ -898,10 +898,9 @@ static int kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_wg_pair(const kg_gemm_fp4_a
 
 /* The kernel with MT 8-row tiles of A (1 or 2; m > 16: its 16-row slices): 2 weight tiles of 16 rows
 ** per warp, or one when the blocks of 32 rows would be fewer than the SMs (MT = 1) or
-** than half of them (MT = 2), so that the smaller blocks put twice the warps to work; at m = 1 (its
-** 8 rows of A are one row, so narrower blocks cost no more A traffic) also where they put fewer
-** weight rows on the fullest SM, except under PDL, where the kernel behind takes the SMs that
-** finish early. */
+** than half of them (MT = 2), so that the smaller blocks put twice the warps to work; at m <= 3
+** (few rows of A, so narrower blocks add little A traffic) also where they put fewer weight rows
+** on the fullest SM, except under PDL, where the kernel behind takes the SMs that finish early. */
 template <int MT, int SF16>
 static kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_sliced(const kg_gemm_fp4_args *args, const kg_exec *exec) {
   const int64_t sr = fp4s_slice_rows(MT), slices = (args->m + sr - 1) / sr;
@@ -910,9 +909,10 @@ static kg_status kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_sliced(const kg_gemm_
   /* under KG_EXEC_PDL the wider blocks stay where they leave half the SMs free and the
   ** narrower would not: the kernel behind starts on the free SMs */
   const int keep_free = (exec->flags & KG_EXEC_PDL) && 2 * blocks <= sms && 4 * blocks > sms;
-  /* m = 1 without PDL: the narrower blocks also where they load the fullest SM with fewer weight rows */
+  /* m <= 3 without PDL: the narrower blocks also where they load the fullest SM with fewer weight rows */
   const int64_t narrow = (args->n + 15) / 16 * kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_batches(args) * slices;
-  const int even = args->m == 1 && !(exec->flags & KG_EXEC_PDL) && (narrow + sms - 1) / sms * 16 < (blocks + sms - 1) / sms * 32;
+  const int even = args->m <= 3 && !(exec->flags & KG_EXEC_PDL) &&
+                   (narrow + sms - 1) / sms * 16 < (blocks + sms - 1) / sms * 32;
   if (((MT == 1 ? blocks : 2 * blocks) < sms && !keep_free) || even) return kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
   return kg_fp4gemm_cuda_skinny_nvfp4_bf16_sf128x4_launch<MT, 2, SF16, 0>(args, exec);
 }

@@ -17,7 +17,7 @@
 ** Tolerance: 2u|ref| (u the output type's unit roundoff) + (k + 4) * 2^-23 * |alpha| * sum |a w|
 ** + 2^-22 |beta C| + the output type's subnormal spacing. Reported as the worst error in tolerance units per variant.
 **
-** Cases: m in {1, 2, 3, 5, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 65, 100, 128} (mma and skinny
+** Cases: m in {1, 2, 3, 5, 7, 8, 9, 12, 16} (every kernel), {17, 24, 40, 64, 65, 100, 128} (mma and skinny
 ** kernels: 16-row slices of A, the last partly filled; the skinny warpgroup form for m 24, 40, 65, 100 and
 ** 128 at n 8448, 8500 and 8600, at least one 64-row weight block per SM: one 32-row slice, one 64-row
 ** slice, and one 128-row slice with 65, 71, 100 and 128 live rows, in blocks of one warpgroup (n 8448) or
@@ -32,10 +32,10 @@
 ** 2200 rows: more skinny blocks than SMs, 34000 rows at m 16: a skinny grid of several waves, 8576: long
 ** K ranges per warp, 14336 x 600: K chunks that do
 ** not divide evenly over the warps; the skinny kernels take one 16-row weight tile per warp where
-** blocks of two would leave SMs idle, or at m = 1 where they load the fullest SM with fewer rows (n 14336),
-** two at m 3 and 12 n 8440 (264 blocks, whole waves of 132 SMs; the last cut by n) and m 40 n 2200, and
-** blocks of two then of one filling whole waves of the SMs at m 2, 3, 5, 9 and 16, n 4300 and
-** 13999 .. 14336), lda/ldb/ldd
+** blocks of two would leave SMs idle, or at m <= 3 (NVFP4) or 6 (MXFP4) where they load the fullest SM
+** with fewer rows (m 1 and 2, n 14336), two at m 3 and 12 n 8440 (264 blocks, whole waves of 132 SMs; the
+** last cut by n) and m 40 n 2200, and blocks of two then of one filling whole waves of the SMs at m 7, 8,
+** 9 and 16, n 4300 and 13999 .. 14336), lda/ldb/ldd
 ** with gaps (lda a multiple of 8, ldb of 16 as the kernel requires), C with beta and as a broadcast bias row, NVFP4 with and without a global
 ** scale; MXFP4 scales (by the case's shape) above 128 in nearly every chunk, in none, or in one
 ** block; swizzled padding filled with NaN scale bytes (0xFF) so a kernel reading it fails. D is
@@ -792,20 +792,20 @@ int main(int argc, char **argv) {
     /* long K (whole chunks and ring turns per warp), more skinny blocks than SMs */
     { 5, 2200, 2560, 1, 0, 1, 0 }, { 16, 33, 8576, 0, 1, 1, 0 }, { 1, 300, 1280, 1, 0, 0, 0 },
     /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks (its grid fills the
-    ** GPU): one warp owns none, one only the ragged chunk; m = 1 in blocks of one 16-row tile (7 per
-    ** SM against 4 of two), m = 2 and 9 in the mixed grid (blocks of two tiles, then of one); n 13999
+    ** GPU): one warp owns none, one only the ragged chunk; m = 1 and 2 in blocks of one 16-row tile (7
+    ** per SM against 4 of two), m = 7 and 9 in the mixed grid (blocks of two tiles, then of one); n 13999
     ** and 14300: the mixed grid's last block of one tile cut by n */
-    { 1, 14336, 600, 0, 0, 1, 0 }, { 2, 14336, 600, 1, 1, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
-    { 16, 13999, 544, 0, 0, 1, 0 }, { 5, 14300, 600, 1, 0, 0, 0 },
+    { 1, 14336, 600, 0, 0, 1, 0 }, { 2, 14336, 600, 1, 1, 1, 0 }, { 7, 14336, 600, 1, 1, 1, 0 }, { 9, 14336, 600, 1, 0, 1, 0 },
+    { 16, 13999, 544, 0, 0, 1, 0 }, { 7, 14300, 600, 1, 0, 0, 0 },
     /* blocks of two tiles only (264: whole waves of the H200's SMs), the last cut by n */
     { 3, 8440, 544, 0, 1, 1, 0 }, { 12, 8440, 544, 1, 0, 1, 0 },
     /* a skinny grid of several waves (m 9 .. 16: 1063 blocks of two tiles, mixed into 1188; no K split
     ** lets the SMs hold them), which takes the launcher's floor of 2 K ranges per block */
     { 16, 34000, 544, 1, 0, 1, 0 },
     /* the skinny kernels' blocks of two 16-row weight tiles per warp (at least one per SM for m <= 8, one
-    ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336 (m 3 n 4300: 135 blocks, a
+    ** per two SMs for m 9 .. 16 and the 16-row slices above), as at n 14336 (m 8 n 4300: 135 blocks, a
     ** mixed grid of 5 two-tile blocks); the smaller n above and below run one tile per warp */
-    { 3, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
+    { 8, 4300, 544, 1, 0, 1, 0 }, { 40, 2200, 544, 0, 1, 1, 0 },
     /* m > 16: the mma kernels (not multiples of their 64 x 64 tile) and the skinny kernels (16-row
     ** slices of A, the last one partly filled) */
     { 40, 300, 544, 1, 1, 1, 0 }, { 17, 7, 30, 1, 0, 1, 0 }, { 100, 129, 200, 1, 1, 1, 0 }, { 130, 300, 544, 0, 0, 0, 0 }, { 64, 64, 4096, 1, 0, 1, 0 },
