@@ -937,12 +937,12 @@ template <int MT>
 static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_sliced(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   /* m = 1: the products in separate warps (XS; 64 registers a warp against 128: twice the warps
   ** per SM). A's one row costs the second warp no more L1 traffic; from m = 2 on each warp loads
-  ** min(m, 8) rows of A itself, which still pays up to m = 6 for one batch without PDL
-  ** (measured slower for 8 experts batched; even at m = 8). NVFP4 under PDL keeps the shared warps: XS
-  ** measured slower there (not explained). */
+  ** min(m, 8) rows of A itself, which still pays up to m = 6 for one batch, with PDL or
+  ** without (measured slower for 8 experts batched; even at m = 8, and at m = 6 under PDL).
+  ** NVFP4 under PDL keeps the shared warps: XS measured slower there (not explained). */
   if constexpr (MT == 1) {
     if (args->m == 1) return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_launch<MT, 1, 0, 1>(args, exec);
-    if (args->m <= 6 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_batches(args) == 1 && !(exec->flags & KG_EXEC_PDL))
+    if (args->m <= 6 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_batches(args) == 1)
       return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_launch<MT, 1, 0, 1>(args, exec);
   }
   return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sflinear_launch<MT, 1, 0>(args, exec);

@@ -960,8 +960,8 @@ template <int MT, int SF16>
 static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_sliced(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
   /* m = 1: the products in separate warps (XS; 64 registers a warp against 128: twice the warps
   ** per SM). A's one row costs the second warp no more L1 traffic; from m = 2 on each warp loads
-  ** min(m, 8) rows of A itself (measured slower). NVFP4 under PDL keeps the shared warps: XS
-  ** measured slower there (not explained). */
+  ** min(m, 8) rows of A itself (measured slower).
+  ** NVFP4 under PDL keeps the shared warps: XS measured slower there (not explained). */
   if constexpr (MT == 1) {
     if (args->m == 1 && !(exec->flags & KG_EXEC_PDL)) return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
   }
