@@ -45,8 +45,9 @@ F.PATH_M = { skinny = 320 }
 -- with m: H200, N = 14336, K = 4096, NVFP4 slower from m = 4, MXFP4 from m = 8). xs_m
 -- (DualGemm): up to which m, per format, the two products run in separate warps (XS) for
 -- one batch (m = 1: any batches; NVFP4 under PDL not); each warp then loads A's m rows
--- itself (H200, N = 14336, K = 4096: MXFP4 1.4 to 1.9 us faster at m 2..4, under PDL 0.3 to
--- 1.0; NVFP4 at most 0.35 at m 2..3 and slower from m = 4; 8 experts batched: slower at m 2..8). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
+-- itself (H200, N = 14336, K = 4096: MXFP4 1.4 to 1.9 us faster at m 2..4, under PDL 0.3
+-- to 1.0; NVFP4 at most 0.35 at m 2..3 and slower from m = 4; 8 experts batched: slower at
+-- m 2..8). wg: its warpgroup form for m > 16 (wgmma; one warp per 16 weight
 -- rows): GROUP k16 steps of decoded weights per register fence, at most MT 8-row tiles of
 -- A per slice (GEMM 16: one m64n128 slice for m > 64 where its blocks fill the SMs, 245
 -- registers; DualGemm 8: the two products' m64n64 accumulators fit in 255 registers with a

@@ -941,9 +941,8 @@ static kg_status kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_sliced(
   ** without (measured slower for 8 experts batched; even at m = 8, and at m = 6 under PDL).
   ** NVFP4 under PDL keeps the shared warps: XS measured slower there (not explained). */
   if constexpr (MT == 1) {
-    if (args->m == 1) return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<MT, 1, 0, 1>(args, exec);
-    if (args->m <= 6 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_batches(args) == 1)
-      return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<MT, 1, 0, 1>(args, exec);
+    const int xs = args->m == 1 || (args->m <= 6 && kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_batches(args) == 1);
+    if (xs) return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<MT, 1, 0, 1>(args, exec);
   }
   return kg_fp4dualgemm_cuda_skinny_mxfp4_bf16_swiglu_d2_sf128x4_launch<MT, 1, 0>(args, exec);
 }

@@ -963,7 +963,8 @@ static kg_status kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_sliced(c
   ** min(m, 8) rows of A itself (measured slower).
   ** NVFP4 under PDL keeps the shared warps: XS measured slower there (not explained). */
   if constexpr (MT == 1) {
-    if (args->m == 1 && !(exec->flags & KG_EXEC_PDL)) return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
+    const int xs = args->m == 1;
+    if (xs && !(exec->flags & KG_EXEC_PDL)) return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0, 1>(args, exec);
   }
   return kg_fp4dualgemm_cuda_skinny_nvfp4_f16_swiglu_d2_sf128x4_launch<MT, 1, SF16, 0>(args, exec);
 }

@@ -24,9 +24,9 @@
 ** threshold (the scales keep D2 inside f16's range, but a product of two sums can leave it: rare,
 ** and then Inf is the right f16 answer). NaN never passes. Reported as the worst error in
 ** tolerance units per variant.
-** Cases: m 1, 2, 3, 4, 5, 6, 9, 12, 16 (every kernel; m 3 and 6 in one batch: MXFP4's split-product warps), 17, 24 and 40 (mma and skinny kernels: 16-row slices of A,
-** the last partly filled; the skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at
-** n 4300 x 2 batches: at least one 64-row weight block per SM), 100, 130 (mma kernels: m not a
+** Cases: m 1, 2, 3, 4, 5, 6, 9, 12, 16 (every kernel; m 3 and 6 in one batch: MXFP4's split-product
+** warps), 17, 24 and 40 (mma and skinny kernels: 16-row slices of A, the last partly filled; the
+** skinny warpgroup form, 32-row slices, for m 24 at n 8500 and m 40 at n 4300 x 2 batches: at least one 64-row weight block per SM), 100, 130 (mma kernels: m not a
 ** multiple of the 64-row tile; skinny 16-row slices) and 200, 300, 512 (mma and skinny kernels: 64-row
 ** slices in blocks of two warpgroups at m 200 (n 4300 x 2 batches) and 512, 16-row slices at m 300),
 ** n 1, 7, 129, 300, 1000, 2200, 4300, 7000, 8500 (not multiples of the 64-column tile), k 2, 30, 64, 200, 544, 600, 1280,
@@ -187,8 +187,8 @@ static const dcase CASES[] = {
   { 1, 40, 8576, 2, 0, CN_NONE, CN_NONE, 1, 0 },
   /* 5 K chunks, the last ragged, over the skinny kernel's 4 warps of 2 chunks: one warp owns none */
   { 1, 7000, 600, 0, 0, CN_NONE, CN_FULL, 1, 0 },
-  /* m 2 .. 6, one batch: MXFP4's split-product owners (XS; NVFP4 keeps both products per warp), long
-  ** K and a ragged last chunk */
+  /* m 2 .. 6, one batch (m 3 as KG_MODE_GEMM, m 6 batched with a count of 1): MXFP4's split-product
+  ** owners (XS; NVFP4 keeps both products per warp), long K and a ragged last chunk */
   { 3, 2200, 2560, 0, 0, CN_BIAS, CN_FULL, 1, 0 }, { 6, 7000, 600, 1, 0, CN_FULL, CN_NONE, 0, 0 },
   /* skinny grids of several waves (no K split lets the SMs hold them: 3 x 532 one-warp owners at m = 4,
   ** 8 x 532 split-product owners at m = 1), which take the launcher's floor of 2 K ranges per block */
