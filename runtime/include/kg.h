@@ -67,7 +67,9 @@ typedef enum kg_layout { KG_ROW = 0, KG_COL } kg_layout;
 **   them launch early (from their start, flag or not): a kernel of yours
 **   launched after one with programmatic stream serialization must call
 **   cudaGridDependencySynchronize() before it reads kg's outputs, as CUDA
-**   requires of any such launch. */
+**   requires of any such launch. The flag may change which kernel shape (weight
+**   rows per block, K split) the launcher takes, and with it the order of the
+**   f32 sums: outputs then differ from a launch without it in rounding only. */
 enum { KG_EXEC_PDL = 1u };
 
 /* How an operation runs: which backend, on which stream, with which scratch
