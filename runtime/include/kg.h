@@ -4,7 +4,12 @@
 ** One C function per operation. Every entry point validates its arguments,
 ** returns a kg_status and never aborts, exits or prints. Pointers in argument
 ** structs live in the memory of the backend named by kg_exec (host memory for
-** KG_BACKEND_C, device memory for CUDA and HIP).
+** KG_BACKEND_C, device memory for CUDA and HIP). A pointer to typed elements
+** is aligned to their size on every backend (f16 / bf16: 2 bytes; f32, the
+** FP4 global scales and amax, lse and other f32 state, int32 tables: 4), as
+** the elements are loaded and stored as their type; KG_ERROR_MISALIGNED_OPERAND
+** otherwise. Byte arrays (FP4 codes, scale bytes, masks) take any address
+** unless an operation says more.
 */
 #ifndef KG_H
 #define KG_H
@@ -20,7 +25,8 @@ typedef enum kg_status {
   KG_SUCCESS = 0,
   KG_ERROR_INVALID_ARGUMENT,    /* null pointer, bad size, bad ld, unknown enum */
   KG_ERROR_INVALID_PROBLEM,     /* arguments valid alone but not together */
-  KG_ERROR_MISALIGNED_OPERAND,  /* pointer or ld not aligned as the variant needs */
+  KG_ERROR_MISALIGNED_OPERAND,  /* pointer not aligned to its elements, or pointer or ld
+                                   not aligned as the variant needs */
   KG_ERROR_NOT_SUPPORTED,       /* no generated variant accepts the problem */
   KG_ERROR_WORKSPACE_TOO_SMALL, /* exec->workspace_size below the size query */
   KG_ERROR_BACKEND_UNAVAILABLE, /* backend not compiled in, or no device */
@@ -285,7 +291,8 @@ typedef struct kg_sf_view {
   int64_t stride[6];      /* in bytes (= elements: scales are bytes) */
 } kg_sf_view;
 kg_status kg_sf_view_128x4(int64_t rows, int64_t kv, int64_t groups, kg_sf_view *out);
-/* Offset of (m, kb, g) through the view; -1 outside its (padded) shape. */
+/* Offset of (m, kb, g) through the view; -1 outside its (padded) shape, and for
+** a view (filled in by the caller) with a negative stride or an offset past int64. */
 int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t g);
 
 /* Quantize / dequantize, batch groups of [rows, k]:
@@ -408,7 +415,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
 ** multiple of 16 bytes, and for `tensorop` sf_b 16-byte aligned
-** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m and alignment.
+** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m, and operands
+** aligned to their elements only (kg.h's first rule).
 ** Dispatch tries `tensorop` first, in tiles of 256 or 128 rows of A (variants
 ** named _tm128 have the smaller; dispatch takes the one whose rounds of blocks it
 ** estimates faster), and passes a variant over for m <= half its tile and for
@@ -574,7 +582,8 @@ kg_status kg_dualgemm_fp4_select(const kg_dualgemm_fp4_args *args, const kg_exec
 ** ignored (as in quantize's block amax); a group of only NaN gives 0; Inf
 ** gives Inf. x: dtype (KG_F32, KG_F16, KG_BF16), element (g, r, c) at
 ** x + g*batch_stride_x + r*ldx + c; out: batch f32 values; both in backend
-** memory. ldx >= cols; batch_stride_x >= 0 (ignored when batch == 1). */
+** memory. ldx >= cols; batch_stride_x >= 0 (ignored when batch == 1); batch
+** 1 .. KG_MAX_BATCH on every backend (KG_ERROR_INVALID_PROBLEM above). */
 typedef struct kg_amax_args {
   kg_dtype dtype;
   int64_t batch, rows, cols;

@@ -141,7 +141,6 @@ static void kg__add(kg__problem *p, const char *name, const void *ptr, int layou
 
 /* ---- checks ------------------------------------------------------------- */
 
-#define KG__FAIL(st, ...) do { kg__say(sink, "arguments: " __VA_ARGS__); kg__say(sink, "\n"); return (st); } while (0)
 
 static int kg__valid_dtype(int t) { return t == KG_F32 || t == KG_F16 || t == KG_BF16; }
 static int kg__valid_layout(int l) { return l == KG_ROW || l == KG_COL; }
@@ -176,7 +175,8 @@ static kg_status kg__check_operand(kg__sink *sink, const kg__operand *o, int64_t
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "operand %s extent overflows int64", o->name);
   if (o->output && batch > 1 && o->bs < kg__extent(o->rows, o->cols, rs, cs, 1, 0))
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_stride_%s %lld makes output batches overlap", o->name, (long long)o->bs);
-  return KG_SUCCESS;
+  const kg__ptr_rule al[] = { { o->name, o->ptr, kg_dtype_size(o->dtype) } };
+  return kg__check_aligned(al, 1, sink);
 }
 
 kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
@@ -190,6 +190,14 @@ kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink) {
   if (!kg_backend_available(exec->backend))
     KG__FAIL(KG_ERROR_BACKEND_UNAVAILABLE, "backend %s is not compiled in or has no device",
              kg_backend_string(exec->backend));
+  return KG_SUCCESS;
+}
+
+kg_status kg__check_aligned(const kg__ptr_rule *rules, int n, kg__sink *sink) {
+  for (int i = 0; i < n; i++)
+    if (rules[i].ptr && (uintptr_t)rules[i].ptr % rules[i].align != 0)
+      KG__FAIL(KG_ERROR_MISALIGNED_OPERAND, "%s = %p is not aligned to its %zu-byte elements", rules[i].name,
+               rules[i].ptr, rules[i].align);
   return KG_SUCCESS;
 }
 

@@ -24,7 +24,6 @@ int kg__cuda_sm_count(void) { return 0; }
 int kg__hip_sm_count(void) { return 0; }
 #endif
 
-#define KG__FAIL(st, ...) do { kg__say(sink, "arguments: " __VA_ARGS__); kg__say(sink, "\n"); return (st); } while (0)
 
 #define KG__I32_MAX 2147483647LL
 
@@ -155,6 +154,12 @@ static kg_status kg__kv_check(const kg_paged_kv *kv, kg_backend backend, kg_kv_j
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "kv.page_size and kv.batch must be below 2^31");
   if (!kv->k_data || !kv->v_data || !kv->indices || !kv->indptr || !kv->last_page_len)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "kv.k_data, v_data, indices, indptr and last_page_len must not be NULL");
+  const size_t es = kg_dtype_size(kv->dtype);
+  const kg__ptr_rule al[] = { { "kv.k_data", kv->k_data, es }, { "kv.v_data", kv->v_data, es },
+                              { "kv.indices", kv->indices, 4 }, { "kv.indptr", kv->indptr, 4 },
+                              { "kv.last_page_len", kv->last_page_len, 4 } };
+  const kg_status st = kg__check_aligned(al, KG__COUNT(al), sink);
+  if (st) return st;
   const int64_t hpd = kg__mad(kv->num_kv_heads, kv->page_size, 0) < 0 ? -1
                       : kg__mad(kv->num_kv_heads * kv->page_size, kv->head_dim, 0);
   if (hpd < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "kv page size overflows int64");
@@ -382,6 +387,9 @@ static kg_status kg__math_check(const kg_math_args *a, const kg_exec *exec, kg__
   if ((int)a->fn < (int)KG_MATH_EXP2 || (int)a->fn > (int)KG_MATH_XOR_MAX)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown fn %d (allowed: KG_MATH_EXP2 .. KG_MATH_XOR_MAX)", (int)a->fn);
   if (!a->x || !a->y) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "x and y must not be NULL");
+  const kg__ptr_rule al[] = { { "x", a->x, 4 }, { "y", a->y, 4 } };
+  kg_status st = kg__check_aligned(al, KG__COUNT(al), sink);
+  if (st) return st;
   if (a->n < 1 || a->n > KG__I32_MAX * 64)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "n = %lld (allowed: 1 .. 2^37)", (long long)a->n);
   if (kg__ranges_overlap(a->x, (size_t)a->n * 4, a->y, (size_t)a->n * 4))
@@ -438,6 +446,10 @@ static kg_status kg__rope_check(const kg_rope_args *a, const kg_exec *exec, kg__
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes: nnz %lld (allowed: 0 .. 2^31 - 1), head_dim %lld (allowed: >= 2)",
              (long long)a->nnz, (long long)a->head_dim);
   if (!a->q && !a->k) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "q and k are both NULL");
+  const size_t es = kg_dtype_size(a->dtype);
+  const kg__ptr_rule al[] = { { "q", a->q, es }, { "q_out", a->q_out, es }, { "k", a->k, es }, { "k_out", a->k_out, es },
+                              { "pos_ids", a->pos_ids, 4 }, { "indptr", a->indptr, 4 }, { "offsets", a->offsets, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   memset(job, 0, sizeof *job);
   if ((st = kg__rope_prepare(&a->rope, a->head_dim, &job->rope, sink))) return st;
   if ((st = kg__rope_operand("q", a->q, a->q_stride_n, a->q_stride_h, a->q_out, a->q_out_stride_n, a->q_out_stride_h,
@@ -447,7 +459,6 @@ static kg_status kg__rope_check(const kg_rope_args *a, const kg_exec *exec, kg__
                              a->num_kv_heads, a, sink)))
     return st;
   if (a->q && a->k && a->nnz > 0) {
-    const size_t es = kg_dtype_size(a->dtype);
     const int64_t eq = kg__rows_extent(a->nnz, a->q_out_stride_n, a->num_qo_heads, a->q_out_stride_h, a->head_dim);
     const int64_t ek = kg__rows_extent(a->nnz, a->k_out_stride_n, a->num_kv_heads, a->k_out_stride_h, a->head_dim);
     if (kg__ranges_overlap(a->q_out, (size_t)eq * es, a->k_out, (size_t)ek * es))
@@ -507,6 +518,10 @@ static kg_status kg__append_check(kg_op op, const kg_paged_kv_append_args *a, co
   if ((st = kg__kv_check(&a->kv, exec->backend, &job->kv, sink))) return st;
   if (a->nnz < 0 || a->nnz > KG__I32_MAX) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "nnz = %lld (allowed: 0 .. 2^31 - 1)", (long long)a->nnz);
   if (!a->k || !a->v) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "k and v must not be NULL");
+  const size_t es = kg_dtype_size(a->kv.dtype);
+  const kg__ptr_rule al[] = { { "k", a->k, es }, { "v", a->v, es }, { "batch_indices", a->batch_indices, 4 },
+                              { "positions", a->positions, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   if (a->k_stride_n < 0 || a->k_stride_h < 0 || a->v_stride_n < 0 || a->v_stride_h < 0)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "k and v strides must not be negative");
   if (a->nnz > 0 && (kg__rows_extent(a->nnz, a->k_stride_n, a->kv.num_kv_heads, a->k_stride_h, a->kv.head_dim) < 0 ||
@@ -604,6 +619,9 @@ static kg_status kg__decode_batch_check(const kg_decode_args *a, const kg_exec *
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "num_qo_heads = %lld must be a positive multiple of num_kv_heads = %lld",
              (long long)Hq, (long long)Hk);
   if (!a->q || !a->o) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "q and o must not be NULL");
+  const kg__ptr_rule al[] = { { "q", a->q, kg_dtype_size(a->kv.dtype) }, { "o", a->o, kg_dtype_size(a->kv.dtype) },
+                              { "lse", a->lse, 4 }, { "q_rope_pos", a->q_rope_pos, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   if (a->q_stride_n < 0 || a->q_stride_h < 0 || a->o_stride_n < 0 || a->o_stride_h < 0)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "q and o strides must not be negative");
   const int64_t eq = kg__rows_extent(a->kv.batch, a->q_stride_n, Hq, a->q_stride_h, D);
@@ -666,10 +684,14 @@ static kg_status kg__decode_single_check(const kg_decode_single_args *a, const k
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "num_qo_heads = %lld must be a positive multiple of num_kv_heads = %lld",
              (long long)Hq, (long long)Hk);
   if (!a->q || !a->k || !a->v || !a->o) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "q, k, v and o must not be NULL");
+  const size_t es = kg_dtype_size(a->dtype);
+  const kg__ptr_rule al[] = { { "q", a->q, es }, { "k", a->k, es }, { "v", a->v, es }, { "o", a->o, es },
+                              { "lse", a->lse, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   if (a->q_rope_pos < -1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "q_rope_pos = %lld (allowed: -1 or >= 0)", (long long)a->q_rope_pos);
   const int64_t ekv = kg__mad(L, Hk, 0) < 0 ? -1 : kg__mad(L * Hk, D, 0);
   if (ekv < 0 || kg__mad(ekv, 8, 0) < 0 || kg__mad(Hq, D, 0) < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "k / v extent overflows int64");
-  const size_t es = kg_dtype_size(a->dtype), qo = (size_t)(Hq * D) * es, kvb = (size_t)ekv * es;
+  const size_t qo = (size_t)(Hq * D) * es, kvb = (size_t)ekv * es;
   if (kg__ranges_overlap(a->o, qo, a->q, qo) || kg__ranges_overlap(a->o, qo, a->k, kvb) ||
       kg__ranges_overlap(a->o, qo, a->v, kvb))
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "o overlaps q, k or v");
@@ -735,6 +757,10 @@ static kg_status kg__merge_check(kg_op op, const void *args, const kg_exec *exec
       if ((st = kg__merge_sizes(a->dtype, a->n, a->num_heads, a->head_dim, sink))) return st;
       if (!a->v_a || !a->s_a || !a->v_b || !a->s_b || !a->v_out)
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "v_a, s_a, v_b, s_b and v_out must not be NULL");
+      const size_t es = kg_dtype_size(a->dtype);
+      const kg__ptr_rule al[] = { { "v_a", a->v_a, es }, { "s_a", a->s_a, 4 }, { "v_b", a->v_b, es },
+                                  { "s_b", a->s_b, 4 }, { "v_out", a->v_out, es }, { "s_out", a->s_out, 4 } };
+      if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
       t = a->dtype;
       job->n = a->n; job->num_heads = a->num_heads; job->head_dim = a->head_dim;
       job->v_a = a->v_a; job->s_a = a->s_a; job->v_b = a->v_b; job->s_b = a->s_b;
@@ -749,6 +775,10 @@ static kg_status kg__merge_check(kg_op op, const void *args, const kg_exec *exec
       if ((st = kg__merge_sizes(a->dtype, a->n, a->num_heads, a->head_dim, sink))) return st;
       if (!a->v || !a->s || !a->v_other || !a->s_other)
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "v, s, v_other and s_other must not be NULL");
+      const size_t es = kg_dtype_size(a->dtype);
+      const kg__ptr_rule al[] = { { "v", a->v, es }, { "s", a->s, 4 }, { "v_other", a->v_other, es },
+                                  { "s_other", a->s_other, 4 } };
+      if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
       t = a->dtype;
       job->n = a->n; job->num_heads = a->num_heads; job->head_dim = a->head_dim;
       job->v_a = a->v; job->s_a = a->s; job->v_b = a->v_other; job->s_b = a->s_other;
@@ -765,6 +795,9 @@ static kg_status kg__merge_check(kg_op op, const void *args, const kg_exec *exec
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "num_states = %lld (allowed: 0 .. 2^31 - 1)", (long long)a->num_states);
       if ((a->num_states > 0 && (!a->v || !a->s)) || !a->v_out)
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "v, s (num_states > 0) and v_out must not be NULL");
+      const size_t es = kg_dtype_size(a->dtype);
+      const kg__ptr_rule al[] = { { "v", a->v, es }, { "s", a->s, 4 }, { "v_out", a->v_out, es }, { "s_out", a->s_out, 4 } };
+      if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
       if (kg__mad(a->n, a->num_states, 0) < 0 || kg__merge_sizes(a->dtype, a->n * a->num_states, a->num_heads,
                                                                   a->head_dim, NULL) != KG_SUCCESS)
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "input state tensor extent overflows int64");
@@ -781,6 +814,10 @@ static kg_status kg__merge_check(kg_op op, const void *args, const kg_exec *exec
       if ((st = kg__merge_sizes(a->dtype, a->n, a->num_heads, a->head_dim, sink))) return st;
       if (!a->indptr || !a->v || !a->s || !a->v_out)
         KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "indptr, v, s and v_out must not be NULL");
+      const size_t es = kg_dtype_size(a->dtype);
+      const kg__ptr_rule al[] = { { "indptr", a->indptr, 4 }, { "v", a->v, es }, { "s", a->s, 4 },
+                                  { "v_out", a->v_out, es }, { "s_out", a->s_out, 4 } };
+      if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
       t = a->dtype;
       if (exec->backend == KG_BACKEND_C) {
         if (a->indptr[0] != 0) KG__FAIL(KG_ERROR_INVALID_PROBLEM, "indptr[0] = %d (allowed: 0)", a->indptr[0]);

@@ -136,17 +136,17 @@ kg_status kg_sf_view_128x4(int64_t rows, int64_t kv, int64_t groups, kg_sf_view 
 int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t g) {
   if (!view || m < 0 || kb < 0 || g < 0) return -1;
   const int64_t c[6] = { m % 32, (m % 128) / 32, m / 128, kb % 4, kb / 4, g };
-  int64_t off = 0;
+  int64_t off = 0, term;
   for (int i = 0; i < 6; i++) {
-    if (c[i] >= view->shape[i]) return -1;
-    off += c[i] * view->stride[i];
+    /* a caller-built view may hold any values: no negative stride, no int64 overflow */
+    if (c[i] >= view->shape[i] || view->stride[i] < 0) return -1;
+    if (__builtin_mul_overflow(c[i], view->stride[i], &term) || __builtin_add_overflow(off, term, &off)) return -1;
   }
   return off;
 }
 
 /* ---- checks ----------------------------------------------------------------- */
 
-#define KG__FAIL(st, ...) do { kg__say(sink, "arguments: " __VA_ARGS__); kg__say(sink, "\n"); return (st); } while (0)
 
 int kg__fp4_op(kg_op op) {
   return op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE || op == KG_OP_SF_SWIZZLE ||
@@ -202,6 +202,9 @@ static kg_status kg__fp4_check(kg_op op, const kg_fp4_args *a, kg__fp4_key *key,
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mx_round %d (allowed: KG_MX_ROUND_UP, KG_MX_ROUND_DOWN, "
              "KG_MX_ROUND_OCP)", (int)a->mx_round);
   if (!a->x || !a->q || !a->sf) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "x, q and sf must not be NULL");
+  const kg__ptr_rule al[] = { { "x", a->x, kg_dtype_size(a->dtype) }, { "global_scale", a->global_scale, 4 } };
+  kg_status st = kg__check_aligned(al, KG__COUNT(al), sink);
+  if (st) return st;
   if (a->batch < 1 || a->rows < 1 || a->k < 1)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (batch %lld, rows %lld, k %lld)", (long long)a->batch,
              (long long)a->rows, (long long)a->k);
@@ -323,6 +326,10 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
   if ((st = kg__mm_common(a->dtype, a->format, a->sf_layout, a->m, a->n, a->k, sink))) return st;
   if (!a->a || !a->b || !a->sf_b || !a->d) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b, sf_b and d must not be NULL");
   if (!a->c && a->beta != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c is NULL but beta != 0");
+  const size_t es = kg_dtype_size(a->dtype);
+  const kg__ptr_rule al[] = { { "a", a->a, a->a_fp4 ? 1 : es }, { "c", a->c, es }, { "d", a->d, es },
+                              { "global_scale_b", a->global_scale_b, 4 }, { "global_scale_a", a->global_scale_a, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   int64_t kv = kg_fp4_kv(a->format, a->k);
   if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
                      a->lda, 0, 1, sink)))
@@ -372,6 +379,12 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "store_d1 is %d but d1 is %s", a->store_d1, a->d1 ? "set" : "NULL");
   if (!a->c0 && a->beta0 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c0 is NULL but beta0 != 0");
   if (!a->c1 && a->beta1 != 0.0f) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "c1 is NULL but beta1 != 0");
+  const size_t es = kg_dtype_size(a->dtype);
+  const kg__ptr_rule al[] = { { "a", a->a, a->a_fp4 ? 1 : es }, { "c0", a->c0, es }, { "c1", a->c1, es },
+                              { "d0", a->d0, es }, { "d1", a->d1, es }, { "d2", a->d2, es },
+                              { "global_scale_b0", a->global_scale_b0, 4 }, { "global_scale_b1", a->global_scale_b1, 4 },
+                              { "global_scale_a", a->global_scale_a, 4 } };
+  if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   if (a->batch_count < 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "batch_count %lld < 1", (long long)a->batch_count);
   if (a->mode == KG_MODE_GEMM && a->batch_count > 1)
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "gemm mode takes batch_count 1");
@@ -421,6 +434,9 @@ static kg_status kg__amax_check(const kg_amax_args *a, kg__fp4_key *key, kg__sin
   if (a->dtype != KG_F32 && a->dtype != KG_F16 && a->dtype != KG_BF16)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown dtype %d (allowed: KG_F32, KG_F16, KG_BF16)", (int)a->dtype);
   if (!a->x || !a->out) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "x and out must not be NULL");
+  const kg__ptr_rule al[] = { { "x", a->x, kg_dtype_size(a->dtype) }, { "out", a->out, 4 } };
+  kg_status st = kg__check_aligned(al, KG__COUNT(al), sink);
+  if (st) return st;
   if (a->batch < 1 || a->rows < 1 || a->cols < 1)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "sizes must be >= 1 (batch %lld, rows %lld, cols %lld)", (long long)a->batch,
              (long long)a->rows, (long long)a->cols);

@@ -232,6 +232,16 @@ void kg__set_backend_error(const char *msg);
 typedef struct kg__sink { char *buf; size_t cap, len; } kg__sink;
 void kg__say(kg__sink *s, const char *fmt, ...);
 kg_status kg__check_exec(const kg_exec *exec, kg__sink *sink);
+/* A typed pointer argument of a call and the alignment its elements need (their size: 2 for
+** f16 / bf16, 4 for f32, float scales and int32 tables); NULL pointers are not looked at. */
+typedef struct kg__ptr_rule { const char *name; const void *ptr; size_t align; } kg__ptr_rule;
+/* KG_ERROR_MISALIGNED_OPERAND, naming the first of rules[0 .. n) whose pointer is not a multiple
+** of its alignment (every backend loads and stores the elements as their type), else KG_SUCCESS.
+** Callers check before they read any of the pointers' memory. */
+kg_status kg__check_aligned(const kg__ptr_rule *rules, int n, kg__sink *sink);
+#define KG__COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
+/* Argument check failure: says why into the sink (kg_explain), returns st. */
+#define KG__FAIL(st, ...) do { kg__say(sink, "arguments: " __VA_ARGS__); kg__say(sink, "\n"); return (st); } while (0)
 /* Why variant v cannot run the checked problem ctx (NULL when it can); sets
 ** *misaligned when the objection is alignment alone. */
 typedef const char *(*kg__rejects_fn)(const kg_variant *v, const void *ctx, const kg_exec *exec, int *misaligned);

@@ -234,10 +234,24 @@ START_TEST(test_merge_varlen_ragged) {
   ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_ERROR_INVALID_PROBLEM);
   a.s_out = NULL;   /* lse not written */
   ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_SUCCESS);
+  /* pointers aligned to their elements, checked before indptr is read */
+  a.indptr = (const int32_t *)((const char *)ip + 2);
+  ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.indptr = ip; a.s = (const float *)((const char *)s + 1);
+  ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.s = s; a.v_out = (float *)((char *)vo + 2);
+  ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.v_out = vo;
   a.dtype = (kg_dtype)9;
   ck_assert_int_eq(kg_merge_states_varlen(&a, &ex), KG_ERROR_INVALID_ARGUMENT);
   kg_merge_states_args m = { KG_F32, 2, -1, H, D, v, s, vo, so };
   ck_assert_int_eq(kg_merge_states(&m, &ex), KG_ERROR_INVALID_ARGUMENT);
+  m.num_states = 1; m.s_out = (float *)((char *)so + 2);
+  ck_assert_int_eq(kg_merge_states(&m, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  kg_merge_state_args pa = { KG_F32, 2, H, D, v, s, v, (const float *)((const char *)s + 2), vo, so };
+  ck_assert_int_eq(kg_merge_state(&pa, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  kg_merge_state_in_place_args pi = { KG_F32, 2, H, D, (char *)vo + 1, so, v, s, NULL };
+  ck_assert_int_eq(kg_merge_state_in_place(&pi, &ex), KG_ERROR_MISALIGNED_OPERAND);
   tu_free(v); tu_free(s); tu_free(vo); tu_free(so);
 }
 END_TEST

@@ -568,6 +568,18 @@ START_TEST(test_decode_validation) {
   int32_t qp[2] = { 3, -1 };
   b = a; b.q_rope_pos = qp;
   ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_INVALID_PROBLEM);
+  /* pointers aligned to their elements, checked before the tables are read */
+  static float lse_buf[16];
+  b = a; b.lse = (float *)((char *)lse_buf + 2);
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.o = (char *)o + 1;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.q_rope_pos = (const int32_t *)((const char *)qp + 1);
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.kv.last_page_len = (const int32_t *)((const char *)bad_last + 2);
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.lse = lse_buf;
+  ck_assert_int_eq(kg_decode_batch(&b, &ex), KG_SUCCESS);
   kg_exec cu = ex;
   cu.backend = KG_BACKEND_CUDA;
   if (!kg_backend_available(KG_BACKEND_CUDA)) ck_assert_int_eq(kg_decode_batch(&a, &cu), KG_ERROR_BACKEND_UNAVAILABLE);
@@ -592,6 +604,10 @@ START_TEST(test_decode_validation) {
   ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_INVALID_ARGUMENT);
   t = s; t.o = kc.k;
   ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_INVALID_PROBLEM);
+  t = s; t.k = (const char *)kc.k + 1;
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  t = s; t.lse = (float *)((char *)lse_buf + 1);
+  ck_assert_int_eq(kg_decode_single(&t, &ex), KG_ERROR_MISALIGNED_OPERAND);
   t = s; t.params.kv_chunk_size = 3;
   kg_decode_plan_info p;
   ck_assert_int_eq(kg_decode_single_plan(&t, &ex, &p), KG_SUCCESS);

@@ -188,6 +188,11 @@ START_TEST(test_validation) {
   a.x = xs; a.width = 8;
   ck_assert_int_eq(kg_attn_select(KG_OP_MATH, &a, &ex, &name), KG_SUCCESS);
   ck_assert_str_eq(name, "kg_attn_c_math");
+  a.fn = KG_MATH_EXP2; a.n = 4;
+  a.x = (const float *)((const char *)xs + 2);
+  ck_assert_int_eq(kg_math_eval(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.x = xs; a.y = (float *)((char *)ys + 1);
+  ck_assert_int_eq(kg_math_eval(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
 }
 END_TEST
 

@@ -273,6 +273,19 @@ START_TEST(test_append_refusals) {
   a.positions = pos; a.nnz = 3;
   ck_assert_int_eq(kg_paged_kv_append_decode(&a, &ex), KG_ERROR_INVALID_ARGUMENT);
   compare_all(&s, "after decode refusals");
+  /* pointers aligned to their elements, checked before the tables are read */
+  a.positions = pos; a.batch_indices = bi; a.nnz = 4;
+  a.k = (const char *)k + 1;
+  ck_assert_int_eq(kg_paged_kv_append(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.k = k; a.positions = (const int32_t *)((const char *)pos + 2);
+  ck_assert_int_eq(kg_paged_kv_append(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.positions = pos; a.kv.indptr = (const int32_t *)((const char *)a.kv.indptr + 1);
+  ck_assert_int_eq(kg_paged_kv_append(&a, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  a.kv = desc(&s); a.kv.k_data = (char *)a.kv.k_data + 1;
+  ck_assert_int_eq(kg_explain(KG_OP_PAGED_KV_APPEND, &a, &ex, why, sizeof why), KG_ERROR_MISALIGNED_OPERAND);
+  ck_assert_msg(strstr(why, "kv.k_data = ") && strstr(why, "is not aligned to its 2-byte elements"), "%s", why);
+  a.kv = desc(&s);
+  compare_all(&s, "after misaligned refusals");
   /* the valid call goes through, and selects by layout and dtype */
   a.positions = pos; a.batch_indices = bi; a.nnz = 4;
   const char *name = NULL;

@@ -243,6 +243,15 @@ START_TEST(test_rope_validation) {
   /* nothing to do */
   b = a; b.nnz = 0; p[2] = 2;
   ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_SUCCESS);
+  /* pointers aligned to their elements: checked before the positions are read */
+  b = a; b.q = (const char *)q + 2;
+  ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.dtype = KG_BF16; b.q = (const char *)q + 2; b.q_out = (char *)o + 2;
+  ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_SUCCESS);
+  b = a; b.pos_ids = (const int32_t *)((const char *)p + 1);
+  ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
+  b = a; b.pos_ids = NULL; b.batch = 2; b.indptr = (const int32_t *)((const char *)indptr + 2); b.offsets = offs;
+  ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_ERROR_MISALIGNED_OPERAND);
 }
 END_TEST
 

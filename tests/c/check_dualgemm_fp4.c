@@ -437,6 +437,12 @@ START_TEST(test_validation_statuses) {
     ck_assert_msg(strstr(buf, "rejected: A 16-bit (W4A16), wanted FP4 (W4A4)"), "%s", buf);
   }
   a = p.a; a.lda = INT64_MAX / 4; expect(&a, KG_ERROR_INVALID_ARGUMENT, "extent overflow");
+  /* typed pointers aligned to their elements (kg.h), on the C backend too */
+  a = p.a; a.a = (const char *)p.a.a + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "a at an odd address");
+  a = p.a; a.c0 = (const char *)p.a.c0 + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "c0 at an odd address");
+  a = p.a; a.d2 = (char *)p.a.d2 + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "d2 at an odd address");
+  a = p.a; a.global_scale_b1 = (const float *)((const char *)p.a.global_scale_b1 + 1);
+  expect(&a, KG_ERROR_MISALIGNED_OPERAND, "global_scale_b1 one byte into a float");
   for (int64_t i = 0; i < (int64_t)p.dsz; i++) ck_assert(tu_is_poison(p.a.d2, KG_BF16, i));
   size_t ws = 3;
   ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &(kg_exec){ 0 }, NULL), KG_ERROR_INVALID_ARGUMENT);
@@ -612,6 +618,11 @@ START_TEST(test_amax) {
     b = a; b.batch = 2; b.batch_stride_x = -1; ck_assert_int_eq(kg_amax(&b, &e), KG_ERROR_INVALID_ARGUMENT);
     b = a; b.batch = 70000; ck_assert_int_eq(kg_amax(&b, &e), KG_ERROR_INVALID_PROBLEM);
     b = a; b.dtype = (kg_dtype)7; ck_assert_int_eq(kg_amax(&b, &e), KG_ERROR_INVALID_ARGUMENT);
+    /* x aligned to its elements, out to a float */
+    b = a; b.x = (const char *)X + 2;   /* one 16-bit element in (the buffer has f32 room) */
+    ck_assert_int_eq(kg_amax(&b, &e), t == KG_F32 ? KG_ERROR_MISALIGNED_OPERAND : KG_SUCCESS);
+    b = a; b.x = (const char *)X + 1; ck_assert_int_eq(kg_amax(&b, &e), KG_ERROR_MISALIGNED_OPERAND);
+    b = a; b.out = (float *)((char *)out + 2); ck_assert_int_eq(kg_amax(&b, &e), KG_ERROR_MISALIGNED_OPERAND);
     char buf[4096];
     ck_assert_int_eq(kg_explain(KG_OP_AMAX, &a, &e, buf, sizeof buf), KG_SUCCESS);
     ck_assert_msg(strstr(buf, ": chosen (specs/amax.lua:"), "%s", buf);

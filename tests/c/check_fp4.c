@@ -622,6 +622,18 @@ START_TEST(test_sf_view_128x4) {
   ck_assert_int_eq(kg_sf_view_128x4(0, 1, 1, &v), KG_ERROR_INVALID_ARGUMENT);
   ck_assert_int_eq(kg_sf_view_128x4(1, 1, 1, NULL), KG_ERROR_INVALID_ARGUMENT);
   ck_assert_int_eq(kg_sf_view_index(NULL, 0, 0, 0), -1);
+  /* a view the caller fills in: negative strides and offsets past int64 give -1 */
+  ck_assert_int_eq(kg_sf_view_128x4(256, 8, 2, &v), KG_SUCCESS);
+  kg_sf_view w = v;
+  w.stride[2] = -1;
+  ck_assert_int_eq(kg_sf_view_index(&w, 200, 0, 0), -1);
+  ck_assert_int_eq(kg_sf_view_index(&w, 100, 0, 0), -1);   /* the view is refused, not the coordinate */
+  for (int i = 0; i < 6; i++) w.shape[i] = w.stride[i] = INT64_MAX;
+  ck_assert_int_eq(kg_sf_view_index(&w, 1000, 7, 3), -1);
+  ck_assert_int_eq(kg_sf_view_index(&w, 0, 0, 0), 0);
+  w.stride[5] = INT64_MAX / 2;
+  w.stride[4] = INT64_MAX / 2 + 2;
+  ck_assert_int_eq(kg_sf_view_index(&w, 0, 4, 1), -1);   /* two terms that overflow only added */
 }
 END_TEST
 
@@ -1036,6 +1048,35 @@ START_TEST(test_validation_statuses) {
     e = tu_exec_c();
     e.backend = KG_BACKEND_CUDA;
     ck_assert_int_eq(kg_fp4_quantize(&p.a, &e), KG_ERROR_BACKEND_UNAVAILABLE);
+  }
+  /* typed pointers aligned to their elements (kg.h), on the C backend too; q and sf are bytes */
+  memset(p.a.q, POISON8, p.q_bytes);   /* the calls above that passed wrote them */
+  memset(p.a.sf, POISON8, p.a.sf_bytes);
+  b = p.a; b.x = (char *)p.a.x + 1; expect_q(&b, KG_ERROR_MISALIGNED_OPERAND, "bf16 x at an odd address");
+  {
+    float gs[2] = { 1.0f, 1.0f };
+    b = p.a; b.global_scale = (const float *)((const char *)gs + 1);
+    expect_q(&b, KG_ERROR_MISALIGNED_OPERAND, "global_scale one byte into a float");
+    char buf[512];
+    kg_explain(KG_OP_FP4_QUANTIZE, &b, &e, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "global_scale = ") && strstr(buf, "is not aligned to its 4-byte elements"), "%s", buf);
+  }
+  {
+    fprob f = make_prob(KG_FP4_NVFP4, KG_F32, KG_SF_LINEAR, -1, 1, 4, 32, 0, 0);
+    b = f.a; b.x = (char *)f.a.x + 2; expect_q(&b, KG_ERROR_MISALIGNED_OPERAND, "f32 x 2 bytes in");
+    free_prob(&f);
+  }
+  {
+    /* q and sf one byte into buffers of their own: the same bytes as the aligned call */
+    e = tu_exec_c();
+    ck_assert_int_eq(kg_fp4_quantize(&p.a, &e), KG_SUCCESS);
+    uint8_t *q1 = (uint8_t *)tu_alloc(p.q_bytes + 1), *s1 = (uint8_t *)tu_alloc(p.a.sf_bytes + 1);
+    b = p.a; b.q = q1 + 1; b.sf = s1 + 1;
+    ck_assert_int_eq(kg_fp4_quantize(&b, &e), KG_SUCCESS);
+    ck_assert(memcmp(q1 + 1, p.a.q, p.q_bytes) == 0);
+    ck_assert(memcmp(s1 + 1, p.a.sf, p.a.sf_bytes) == 0);
+    tu_free(q1);
+    tu_free(s1);
   }
   /* dequantize: same checks; its output batches must not overlap */
   e = tu_exec_c();

@@ -326,6 +326,21 @@ START_TEST(test_validation_statuses) {
   a = p.a; a.format = (kg_fp4_format)7; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown format");
   a = p.a; a.sf_layout = (kg_sf_layout)7; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown layout");
   a = p.a; a.lda = INT64_MAX / 2; expect(&a, KG_ERROR_INVALID_ARGUMENT, "extent overflow");
+  /* typed pointers aligned to their elements (kg.h), on the C backend too; the codes are bytes */
+  static float gs2[2] = { 1.0f, 1.0f };
+  a = p.a; a.a = (const char *)p.a.a + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "a at an odd address");
+  a = p.a; a.c = (const char *)p.a.c + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "c at an odd address");
+  a = p.a; a.d = (char *)p.a.d + 1; expect(&a, KG_ERROR_MISALIGNED_OPERAND, "d at an odd address");
+  a = p.a; a.global_scale_b = (const float *)((const char *)gs2 + 2);
+  expect(&a, KG_ERROR_MISALIGNED_OPERAND, "global_scale_b 2 bytes into a float");
+  {
+    /* b one byte into a copy of its bytes: accepted, the same outputs */
+    const size_t nb = (size_t)(20 * p.a.ldb);
+    uint8_t *b1 = (uint8_t *)tu_alloc(nb + 1);
+    memcpy(b1 + 1, p.a.b, nb);
+    a = p.a; a.b = b1 + 1; expect(&a, KG_SUCCESS, "b at an odd address (bytes)");
+    tu_free(b1);
+  }
   size_t ws = 7;
   ck_assert_int_eq(kg_gemm_fp4_workspace_size(&p.a, &(kg_exec){ 0 }, NULL), KG_ERROR_INVALID_ARGUMENT);
   a = p.a; a.k = 63;

@@ -585,6 +585,28 @@ START_TEST(test_misaligned_operand) {
 }
 END_TEST
 
+/* Every backend, every variant: pointers aligned to their elements (kg.h), whatever the
+** variant's own alignment; a misaligned one is refused before anything is read or written. */
+START_TEST(test_element_alignment) {
+  kg_exec e = tu_exec_c();
+  kg_gemm_args g = base(), h;
+  expect(&g, &e, KG_SUCCESS);
+  h = g; h.a = (const char *)va + 2; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+  h = g; h.b = (const char *)vb + 1; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+  h = g; h.c = (const char *)vc + 3; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+  h = g; h.d = (char *)vd + 2; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+  char why[1024];
+  kg_explain(KG_OP_GEMM, &h, &e, why, sizeof why);
+  ck_assert_msg(strstr(why, "arguments: d = ") && strstr(why, "is not aligned to its 4-byte elements"), "%s", why);
+  /* 16-bit elements: 2-byte steps are aligned, odd addresses are not */
+  g.type_ab = g.type_cd = KG_BF16;
+  h = g; h.a = (const char *)va + 2; expect(&h, &e, KG_SUCCESS);
+  h = g; h.a = (const char *)va + 1; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+  h = g; h.d = (char *)vd + 6; expect(&h, &e, KG_SUCCESS);
+  h = g; h.d = (char *)vd + 5; expect(&h, &e, KG_ERROR_MISALIGNED_OPERAND);
+}
+END_TEST
+
 /* ---- status strings ------------------------------------------------------------------- */
 
 START_TEST(test_status_strings) {
@@ -643,6 +665,7 @@ Suite *validation_suite(void) {
   tcase_add_test(tc, test_workspace_too_small);
   tcase_add_test(tc, test_workspace_not_needed);
   tcase_add_test(tc, test_misaligned_operand);
+  tcase_add_test(tc, test_element_alignment);
   tcase_add_test(tc, test_status_strings);
   suite_add_tcase(s, tc);
   return s;

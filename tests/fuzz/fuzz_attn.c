@@ -13,7 +13,10 @@
 /* a buffer of n finite floats (softmax states, lse) */
 static float *fbuf(int64_t n, int *huge) {
   float *p = buf(n < 0 || n > (16 << 20) ? -1 : 4 * n, huge);
-  for (int64_t i = 0; i < n && !*huge; i++) p[i] = (float)pick(-40, 40) * 0.25f;
+  for (int64_t i = 0; i < n && !*huge; i++) {   /* the buffer may start misaligned (buf) */
+    const float v = (float)pick(-40, 40) * 0.25f;
+    memcpy((char *)p + 4 * i, &v, 4);
+  }
   return p;
 }
 /* a buffer of n elements of type t (f32; else 16-bit values whose f16 and bf16 readings are
@@ -21,7 +24,10 @@ static float *fbuf(int64_t n, int *huge) {
 static void *ebuf(int64_t n, kg_dtype t, int *huge) {
   if (t == KG_F32) return fbuf(n, huge);
   uint16_t *p = buf(n < 0 || n > (32 << 20) ? -1 : 2 * n, huge);
-  for (int64_t i = 0; i < n && !*huge; i++) p[i] = (uint16_t)(0x3000 + pick(0, 0x0fff)) | (uint16_t)(coin(50) ? 0x8000 : 0);
+  for (int64_t i = 0; i < n && !*huge; i++) {
+    const uint16_t v = (uint16_t)((0x3000 + pick(0, 0x0fff)) | (coin(50) ? 0x8000 : 0));
+    memcpy((char *)p + 2 * i, &v, 2);
+  }
   return p;
 }
 
@@ -97,7 +103,7 @@ static void cache_make(cache *c, int *huge) {
   kv->last_page_len = coin(2) ? NULL : c->last;
 }
 static void cache_free(cache *c) {
-  free(c->kv.k_data); free(c->kv.v_data); free(c->indices); free(c->indptr); free(c->last);
+  fz_free(c->kv.k_data); fz_free(c->kv.v_data); fz_free(c->indices); fz_free(c->indptr); fz_free(c->last);
 }
 
 static void fuzz_decode(void) {
@@ -147,7 +153,7 @@ static void fuzz_decode(void) {
   void *ws = need && need < (64u << 20) && !coin(5) ? malloc(need) : NULL;
   e.workspace = ws; e.workspace_size = ws ? need : 0;
   report("decode_batch", kg_decode_batch(&a, &e), huge, desc);
-  free(ws); free((void *)a.q); free(a.o); free(a.lse); free(qpos);
+  fz_free(ws); fz_free(a.q); fz_free(a.o); fz_free(a.lse); fz_free(qpos);
   cache_free(&c);
 }
 
@@ -192,7 +198,7 @@ static void fuzz_append(int decode) {
   kg_exec e = tu_exec_c();
   report(decode ? "paged_kv_append_decode" : "paged_kv_append",
          decode ? kg_paged_kv_append_decode(&a, &e) : kg_paged_kv_append(&a, &e), huge, desc);
-  free((void *)a.k); free((void *)a.v); free(bi); free(pos);
+  fz_free(a.k); fz_free(a.v); fz_free(bi); fz_free(pos);
   cache_free(&c);
 }
 
@@ -228,7 +234,7 @@ static void fuzz_single(void) {
   void *ws = need && need < (64u << 20) && !coin(5) ? malloc(need) : NULL;
   e.workspace = ws; e.workspace_size = ws ? need : 0;
   report("decode_single", kg_decode_single(&a, &e), huge, desc);
-  free(ws); free((void *)a.q); free((void *)a.k); free((void *)a.v); free(a.o); free(a.lse);
+  fz_free(ws); fz_free(a.q); fz_free(a.k); fz_free(a.v); fz_free(a.o); fz_free(a.lse);
 }
 
 static void fuzz_merge(void) {
@@ -256,7 +262,7 @@ static void fuzz_merge(void) {
     snprintf(desc, sizeof desc, "merge_varlen n %lld H %lld D %lld dt %d states %lld", (long long)n, (long long)H, (long long)D,
              (int)dt, (long long)ns);
     report("merge_states_varlen", kg_merge_states_varlen(&a, &e), huge, desc);
-    free(ip); free((void *)a.v); free((void *)a.s); free(a.v_out); free(a.s_out);
+    fz_free(ip); fz_free(a.v); fz_free(a.s); fz_free(a.v_out); fz_free(a.s_out);
   } else {
     kg_merge_states_args a;
     memset(&a, 0, sizeof a);
@@ -270,7 +276,7 @@ static void fuzz_merge(void) {
     snprintf(desc, sizeof desc, "merge n %lld states %lld H %lld D %lld dt %d", (long long)n, (long long)a.num_states,
              (long long)H, (long long)D, (int)dt);
     report("merge_states", kg_merge_states(&a, &e), huge, desc);
-    free((void *)a.v); free((void *)a.s); free(a.v_out); free(a.s_out);
+    fz_free(a.v); fz_free(a.s); fz_free(a.v_out); fz_free(a.s_out);
   }
 }
 
@@ -330,7 +336,7 @@ static void fuzz_rope(void) {
            (long long)a.num_qo_heads, (long long)a.num_kv_heads, (long long)a.batch, inplace, (long long)a.rope.rotary_dim);
   kg_exec e = tu_exec_c();
   report("rope_apply", kg_rope_apply(&a, &e), huge, desc);
-  free(q); free(k); free(qo); free(ko); free(pid); free(ip); free(off);
+  fz_free(q); fz_free(k); fz_free(qo); fz_free(ko); fz_free(pid); fz_free(ip); fz_free(off);
 }
 
 static void fuzz_append_ragged(void) { fuzz_append(0); }

@@ -72,7 +72,7 @@ static void fuzz_gemm(void) {
   report("gemm_fp4_workspace_size", kg_gemm_fp4_workspace_size(&a, &e, &ws), 0, desc);
   report("gemm_fp4_select", kg_gemm_fp4_select(&a, &e, &nm), 0, desc);
   report("gemm_fp4", kg_gemm_fp4(&a, &e), huge, desc);
-  free((void *)a.a); free((void *)a.b); free((void *)a.c); free(a.d); free((void *)a.sf_b); free((void *)a.sf_a);
+  fz_free(a.a); fz_free(a.b); fz_free(a.c); fz_free(a.d); fz_free(a.sf_b); fz_free(a.sf_a);
 }
 
 static void fuzz_quant(int dequant) {
@@ -113,7 +113,7 @@ static void fuzz_quant(int dequant) {
            (int)a.dtype, sfb);
   report(dequant ? "fp4_dequantize" : "fp4_quantize", dequant ? kg_fp4_dequantize(&a, &e) : kg_fp4_quantize(&a, &e),
          huge, desc);
-  free(a.x); free(a.q); free(a.sf);
+  fz_free(a.x); fz_free(a.q); fz_free(a.sf);
 }
 
 static void fuzz_swizzle(int un) {
@@ -134,7 +134,7 @@ static void fuzz_swizzle(int un) {
   snprintf(desc, sizeof desc, "%s lay %d rows %lld kv %lld groups %lld src %zu dst %zu", un ? "unswizzle" : "swizzle",
            (int)a.layout, (long long)a.rows, (long long)a.kv, (long long)a.groups, a.src_bytes, a.dst_bytes);
   report(un ? "sf_unswizzle" : "sf_swizzle", un ? kg_sf_unswizzle(&a, &e) : kg_sf_swizzle(&a, &e), huge, desc);
-  free((void *)a.src); free(a.dst);
+  fz_free(a.src); fz_free(a.dst);
 }
 
 /* elements spanned by `batches` copies of an operand of extent e, stride bs (0: shared) */
@@ -220,8 +220,8 @@ static void fuzz_dual(void) {
   report("dualgemm_fp4_workspace_size", kg_dualgemm_fp4_workspace_size(&a, &e, &ws), 0, desc);
   report("dualgemm_fp4_select", kg_dualgemm_fp4_select(&a, &e, &nm), 0, desc);
   report("dualgemm_fp4", kg_dualgemm_fp4(&a, &e), huge || many, desc);
-  free((void *)a.a); free((void *)a.b0); free((void *)a.b1); free((void *)a.sf_b0); free((void *)a.sf_b1);
-  free((void *)a.sf_a); free((void *)a.c0); free((void *)a.c1); free(a.d0); free(a.d1); free(a.d2);
+  fz_free(a.a); fz_free(a.b0); fz_free(a.b1); fz_free(a.sf_b0); fz_free(a.sf_b1);
+  fz_free(a.sf_a); fz_free(a.c0); fz_free(a.c1); fz_free(a.d0); fz_free(a.d1); fz_free(a.d2);
 }
 
 static void fuzz_reswizzle(void) {
@@ -251,8 +251,8 @@ static void fuzz_reswizzle(void) {
   snprintf(desc, sizeof desc, "reswizzle lay %d kv %lld groups %lld nshards %d total %lld dst %zu", (int)a.layout,
            (long long)a.kv, (long long)a.groups, a.nshards, (long long)total, db);
   report("sf_reswizzle", kg_sf_reswizzle(&a, &e), huge, desc);
-  for (int i = 0; i < 80; i++) free((void *)sh[i].sf);
-  free(a.dst);
+  for (int i = 0; i < 80; i++) fz_free(sh[i].sf);
+  fz_free(a.dst);
 }
 
 /* Scale-buffer arithmetic with sizes and coordinates around the valid ones: kg_sf_size,

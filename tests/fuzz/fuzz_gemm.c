@@ -100,7 +100,7 @@ static void fuzz_gemm(void) {
   kg_exec e = exec_with(need, &ws);
   /* batch counts above 8 get buffers for one batch: accepting them is a finding unless rejected */
   report("gemm", kg_gemm(&a, &e), huge || (a.mode == KG_MODE_BATCHED && a.batch_count > 8), desc);
-  free((void *)a.a); free((void *)a.b); free((void *)a.c); free(a.d); free(ws);
+  fz_free(a.a); fz_free(a.b); fz_free(a.c); fz_free(a.d); fz_free(ws);
 }
 
 static void fuzz_dual(void) {
@@ -160,8 +160,8 @@ static void fuzz_dual(void) {
   void *ws;
   kg_exec e = exec_with(need, &ws);
   report("dualgemm", kg_dualgemm(&a, &e), huge || (a.mode == KG_MODE_BATCHED && a.batch_count > 8), desc);
-  free((void *)a.a); free((void *)a.b0); free((void *)a.b1); free((void *)a.c0); free((void *)a.c1);
-  free(a.d0); free(a.d1); free(a.d2); free(ws);
+  fz_free(a.a); fz_free(a.b0); fz_free(a.b1); fz_free(a.c0); fz_free(a.c1);
+  fz_free(a.d0); fz_free(a.d1); fz_free(a.d2); fz_free(ws);
 }
 
 int main(int argc, char **argv) {

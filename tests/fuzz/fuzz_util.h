@@ -36,14 +36,38 @@ static inline int64_t smul(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? ((a < 0) != (b < 0) ? INT64_MIN : INT64_MAX) : r;
 }
 
+/* Buffers that buf() handed out one to three bytes into their allocation: (pointer, base). */
+enum { FZ_SHIFTED_MAX = 256 };
+static void *fz_shifted[FZ_SHIFTED_MAX][2];
+static int fz_nshifted;
+
 /* a buffer of `bytes` random bytes; past 64 MB or negative (an overflowing extent): 64 bytes,
-** and *huge is set (the call must then be refused) */
+** and *huge is set (the call must then be refused). Now and then the buffer starts one to
+** three bytes into its allocation (still exactly `bytes` long): typed operands there must be
+** refused as misaligned, byte operands work. Release with fz_free. */
 static inline void *buf(int64_t bytes, int *huge) {
   if (bytes < 0 || bytes > (64 << 20)) { *huge = 1; bytes = 64; }
   if (bytes == 0) bytes = 1;
-  unsigned char *p = malloc((size_t)bytes);
+  const int shift = fz_nshifted < FZ_SHIFTED_MAX && coin(4) ? (int)pick(1, 3) : 0;
+  unsigned char *base = malloc((size_t)bytes + (size_t)shift), *p = base + shift;
   for (int64_t i = 0; i < bytes; i++) p[i] = (unsigned char)rnd();
+  if (shift) {
+    fz_shifted[fz_nshifted][0] = p;
+    fz_shifted[fz_nshifted++][1] = base;
+  }
   return p;
+}
+
+/* free() for buf()'s buffers (and plain malloc's): frees the allocation p lies in. */
+static inline void fz_free(const void *p) {
+  for (int i = 0; i < fz_nshifted; i++)
+    if (fz_shifted[i][0] == p) {
+      free(fz_shifted[i][1]);
+      fz_shifted[i][0] = fz_shifted[fz_nshifted - 1][0];
+      fz_shifted[i][1] = fz_shifted[--fz_nshifted][1];
+      return;
+    }
+  free((void *)p);
 }
 
 /* The verdict on one call: a known status, and no success where a size was huge. */
