@@ -64,6 +64,9 @@ $(B)/libkg.a: $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# What every object includes: the public header (argument structs) and the internal one.
+RT_HDRS := runtime/include/kg.h runtime/src/kg_internal.h
+
 # kg.c and kg_table.c see which backends are compiled in.
 $(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
 	@mkdir -p $(@D)
@@ -77,22 +80,22 @@ $(B)/rt/kg_wave.o: runtime/src/kg_wave.c runtime/include/kg.h runtime/src/kg_int
 $(B)/rt/kg_attn.o: runtime/src/kg_attn.c runtime/include/kg.h runtime/src/kg_internal.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
-$(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h runtime/src/kg_internal.h
+$(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
-$(B)/rt/kg_cuda.o: runtime/src/kg_cuda.cu runtime/src/kg_internal.h
+$(B)/rt/kg_cuda.o: runtime/src/kg_cuda.cu $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
-$(B)/rt/kg_hip.o: runtime/src/kg_hip.hip runtime/src/kg_internal.h
+$(B)/rt/kg_hip.o: runtime/src/kg_hip.hip $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
-$(B)/c/%.o: generated/c/%.c runtime/src/kg_internal.h runtime/src/kg_half.h
+$(B)/c/%.o: generated/c/%.c $(RT_HDRS) runtime/src/kg_half.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) -c $< -o $@
-$(B)/cuda/%.o: generated/cuda/%.cu runtime/src/kg_internal.h
+$(B)/cuda/%.o: generated/cuda/%.cu $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
-$(B)/hip/%.o: generated/hip/%.hip runtime/src/kg_internal.h
+$(B)/hip/%.o: generated/hip/%.hip $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(HIPCC) $(HIPFLAGS) -x hip -c $< -o $@
 

@@ -401,7 +401,7 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 **    stays the caller's factor; NULL global scales with alpha = 1/(gsA*gsB)
 **    give the same result up to f32 rounding).
 ** C, D: m x n, row-major, dtype, ldc / ldd elements; c may be NULL only when
-**    beta == 0; ldc == 0 adds one bias row to every row.
+**    beta == 0 (ldc is then not looked at); ldc == 0 adds one bias row to every row.
 ** k must be even (two elements per byte) and >= 2; k need not be a multiple
 ** of the block size (the last block is short). One problem per call (no
 ** batch, no split-K).
@@ -531,22 +531,39 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 **   batch_count : 1) scale groups: sf_x_bytes must equal
 **   kg_sf_size(layout, rows, kv, G), batch z reads group (s != 0 ? z : 0),
 **   and global_scale_x (NVFP4) is NULL or G f32 values, one per group.
-**   KG_MODE_SPLITK_SERIAL is KG_ERROR_NOT_SUPPORTED (no FP4 variant splits K).
-** - No broadcast B1 vector: ldb0, ldb1 >= k/2 (the FP4 weights are matrices).
+** - KG_MODE_SPLITK_SERIAL (batch_count 1): K cut into split_k_slices slices
+**   (1..k) whose f32 partial sums are added in slice order, as kg_dualgemm
+**   does; in the other modes split_k_slices is 0 or 1. Batched + split-K is
+**   KG_ERROR_INVALID_PROBLEM.
+** - ldb1 == 0: W1 is a broadcast vector, one row of k/2 bytes (and, with a
+**   non-zero batch stride, one per batch) with its scales for that one row
+**   (sf_b1_bytes = kg_sf_size(layout, 1, kv, G)): D1[i][j] = alpha1 *
+**   (A.w1)[i] + beta1 * C1[i][j] for every j, kg_dualgemm's broadcast column.
+** - Split-K with more than one slice and the broadcast W1 run on every backend
+**   through the dequantize path below (its workspace then also holds
+**   kg_dualgemm's split-K sums): without the size query's workspace they are
+**   KG_ERROR_WORKSPACE_TOO_SMALL, and NOT_SUPPORTED where the path is (f16
+**   activations with MXFP4 or NVFP4 global scales; no kg_dualgemm variant of
+**   the op and stores). ldb0 >= k/2 always.
 ** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
 ** and their batch strides 16-byte multiples on GPUs, a's batch stride a
 ** multiple of 8 elements / 16 bytes; for `tensorop` sf_b0 and sf_b1 16-byte
 ** aligned). The `tensorop` kernels take both modes (the batch is the third
 ** coordinate of their bulk tensor copies; dispatch counts the tiles of every
-** batch); where they run, the call needs no workspace. Workspace: optional, the dequantize path
+** batch); where they run, the call needs no workspace. Workspace: optional (needed for
+** split-K and the broadcast W1), the dequantize path
 ** of kg_gemm_fp4 (above): W0 and W1 dequantized with every scale group (a
 ** shared operand once) and kg_dualgemm's batched mode with the matching
-** batch strides; each group's global scale is applied by its dequantize, so
-** alpha0 / alpha1 pass through (one kg_dualgemm call for every batch). */
+** batch strides (split-K: its split-K mode, its partial sums after the
+** weights in the workspace; broadcast: W1 as its ldb1 = 0 column); each
+** group's global scale is applied by its dequantize, so alpha0 / alpha1 pass
+** through (one kg_dualgemm call for every batch). For split-K and the
+** broadcast W1 the path runs on the C backend too, with any kg_dualgemm variant. */
 typedef struct kg_dualgemm_fp4_args {
-  kg_mode mode;                 /* KG_MODE_GEMM or KG_MODE_BATCHED */
+  kg_mode mode;                 /* KG_MODE_GEMM, KG_MODE_BATCHED or KG_MODE_SPLITK_SERIAL */
   int64_t m, n, k;
   int64_t batch_count;
+  int64_t split_k_slices;       /* KG_MODE_SPLITK_SERIAL: 1..k; others: 0 or 1 */
   kg_dtype dtype;               /* A (W4A16), C0, C1, D0, D1, D2: KG_F16 or KG_BF16 */
   kg_fp4_format format;         /* of B0, B1 (and A when a_fp4) */
   kg_sf_layout sf_layout;       /* of sf_b0 and sf_b1 */

@@ -159,6 +159,8 @@ int kg__fp4_op(kg_op op) {
 typedef struct kg__fp4_mm {
   int64_t m, n, k, batch;    /* batch: problems in the grid (1 unless batched) */
   int batched, a_fp4, sf_layout_a, dual, dual_op, store_d0, store_d1;
+  int64_t slices;            /* serial split-K slices; above 1, and bcast_b1 (W1 a broadcast */
+  int bcast_b1;              /* vector), run on the dequantize path only */
   const void *a; int64_t lda, bsa;
   int nb;                    /* weights: 1 (GEMM) or 2 (DualGemm) */
   const void *b[2]; int64_t ldb[2], bsb[2];
@@ -336,7 +338,6 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
     return st;
   if ((st = kg__mm_operand("b", a->n, a->k / 2, a->ldb, 0, 1, 0, 0, sink))) return st;
   if (a->c && (st = kg__mm_operand("c", a->m, a->n, a->ldc, 0, 1, 1, 0, sink))) return st;
-  if (!a->c && a->ldc < 0) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "ldc = %lld is negative", (long long)a->ldc);
   if ((st = kg__mm_operand("d", a->m, a->n, a->ldd, 0, 1, 0, 1, sink))) return st;
   if ((st = kg__mm_scales("sf_b", a->format, a->sf_layout, a->n, kv, 1, a->sf_b_bytes, a->global_scale_b, sink)))
     return st;
@@ -347,7 +348,7 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
   key->mx_round = -1;
   kg__fp4_mm *mm = &key->mm_store;
   memset(mm, 0, sizeof *mm);
-  mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = 1;
+  mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = 1; mm->slices = 1;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->a = a->a; mm->lda = a->lda;
   mm->nb = 1; mm->b[0] = a->b; mm->ldb[0] = a->ldb; mm->sf_b[0] = a->sf_b;
@@ -364,10 +365,8 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   kg_status st;
   if (!a) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "args is NULL");
   if (a->mode != KG_MODE_GEMM && a->mode != KG_MODE_BATCHED && a->mode != KG_MODE_SPLITK_SERIAL)
-    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mode %d (allowed: KG_MODE_GEMM, KG_MODE_BATCHED)", (int)a->mode);
-  if (a->mode == KG_MODE_SPLITK_SERIAL)
-    KG__FAIL(KG_ERROR_NOT_SUPPORTED, "serial split-K: no FP4 DualGemm variant splits K (allowed: KG_MODE_GEMM, "
-             "KG_MODE_BATCHED)");
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown mode %d (allowed: KG_MODE_GEMM, KG_MODE_BATCHED, "
+             "KG_MODE_SPLITK_SERIAL)", (int)a->mode);
   if ((st = kg__mm_common(a->dtype, a->format, a->sf_layout, a->m, a->n, a->k, sink))) return st;
   if (a->op != KG_DUAL_SWIGLU && a->op != KG_DUAL_GEGLU && a->op != KG_DUAL_MUL)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d (allowed: KG_DUAL_SWIGLU, KG_DUAL_GEGLU, KG_DUAL_MUL)", (int)a->op);
@@ -391,13 +390,26 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   if (a->batch_count > KG_MAX_BATCH)
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_count %lld exceeds the grid limit %d", (long long)a->batch_count,
              KG_MAX_BATCH);
+  const int split = a->mode == KG_MODE_SPLITK_SERIAL;
+  if (split && a->batch_count > 1)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "serial split-K with batch_count %lld: use batched mode or split-K, not both",
+             (long long)a->batch_count);
+  if (split && a->split_k_slices < 1)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "split_k_slices %lld < 1", (long long)a->split_k_slices);
+  if (split && a->split_k_slices > a->k)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds k %lld", (long long)a->split_k_slices,
+             (long long)a->k);
+  if (!split && a->split_k_slices != 0 && a->split_k_slices != 1)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld outside KG_MODE_SPLITK_SERIAL (allowed there: 0 or 1)",
+             (long long)a->split_k_slices);
+  const int bcast = a->ldb1 == 0;   /* W1: one row (per batch), broadcast to every output column */
   const int64_t batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
   const int64_t kv = kg_fp4_kv(a->format, a->k);
   if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
                      a->lda, a->batch_stride_a, batch, sink)))
     return st;
   if ((st = kg__mm_operand("b0", a->n, a->k / 2, a->ldb0, a->batch_stride_b0, batch, 0, 0, sink)) ||
-      (st = kg__mm_operand("b1", a->n, a->k / 2, a->ldb1, a->batch_stride_b1, batch, 0, 0, sink)))
+      (st = kg__mm_operand("b1", bcast ? 1 : a->n, a->k / 2, a->ldb1, a->batch_stride_b1, batch, 1, 0, sink)))
     return st;
   if (a->c0 && (st = kg__mm_operand("c0", a->m, a->n, a->ldc0, a->batch_stride_c0, batch, 1, 0, sink))) return st;
   if (a->c1 && (st = kg__mm_operand("c1", a->m, a->n, a->ldc1, a->batch_stride_c1, batch, 1, 0, sink))) return st;
@@ -406,7 +418,8 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   if ((st = kg__mm_operand("d2", a->m, a->n, a->ldd2, a->batch_stride_d2, batch, 0, 1, sink))) return st;
   if ((st = kg__mm_scales("sf_b0", a->format, a->sf_layout, a->n, kv, batch > 1 && a->batch_stride_b0 != 0 ? batch : 1,
                           a->sf_b0_bytes, a->global_scale_b0, sink)) ||
-      (st = kg__mm_scales("sf_b1", a->format, a->sf_layout, a->n, kv, batch > 1 && a->batch_stride_b1 != 0 ? batch : 1,
+      (st = kg__mm_scales("sf_b1", a->format, a->sf_layout, bcast ? 1 : a->n, kv,
+                          batch > 1 && a->batch_stride_b1 != 0 ? batch : 1,
                           a->sf_b1_bytes, a->global_scale_b1, sink)))
     return st;
   key->op = KG_OP_DUALGEMM_FP4;
@@ -417,6 +430,8 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   kg__fp4_mm *mm = &key->mm_store;
   memset(mm, 0, sizeof *mm);
   mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = batch; mm->batched = a->mode == KG_MODE_BATCHED;
+  mm->slices = split ? a->split_k_slices : 1;
+  mm->bcast_b1 = bcast;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->dual = 1; mm->dual_op = a->op; mm->store_d0 = !!a->store_d0; mm->store_d1 = !!a->store_d1;
   mm->a = a->a; mm->lda = a->lda; mm->bsa = batch > 1 ? a->batch_stride_a : 0;
@@ -761,8 +776,11 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
 ** weights' [n, k] storage). The global scales stay in backend memory, so the
 ** dequantize applies them (kg_fp4_dequantize's rule) and alpha passes through.
 ** Workspace: W (W0 with its scale groups, then W1), then A (W4A4), each region
-** a multiple of 16 bytes. The size query plans with a stand-in base address
-** (aligned, never dereferenced). */
+** a multiple of 16 bytes, then the inner variant's own workspace where it has
+** one. The size query plans with a stand-in base address (aligned, never
+** dereferenced). The FP4 DualGemm's serial split-K and broadcast W1 vector run
+** here alone, on every backend (the C one included) and with any kg_dualgemm
+** variant: its split-K mode on the dequantized weights, its ldb1 = 0 column. */
 
 #define KG__DEQ_PREFIX "dequantize + "
 #define KG__DEQ_STANDIN ((uintptr_t)4096)
@@ -775,6 +793,8 @@ typedef struct kg__deq_plan {
   kg_gemm_args g;               /* KG_OP_GEMM_FP4 */
   kg_dualgemm_args dg;          /* KG_OP_DUALGEMM_FP4 */
   const kg_variant *inner;      /* the kg_gemm / kg_dualgemm variant */
+  void *inner_ws;               /* its own workspace (split-K sums), after the operands; */
+  size_t inner_bytes;           /* 0: none */
 } kg__deq_plan;
 
 static int64_t kg__round8(int64_t k) { return (k + 7) / 8 * 8; }
@@ -840,9 +860,10 @@ static kg_status kg__deq_add(kg__deq_plan *p, const kg_exec *iex, uintptr_t base
   return KG_SUCCESS;
 }
 
-/* After kg_gemm_select / kg_dualgemm_select gave st and name: the variant, or why not. */
+/* After kg_gemm_select / kg_dualgemm_select gave st and name: the variant, or why not. only: the
+** problem runs on the path alone (split-K, broadcast W1): any kernel, its workspace too. */
 static kg_status kg__deq_inner(kg__deq_plan *p, int dual, kg_status st, const char *name, const char *forced,
-                               char *why, size_t cap) {
+                               int only, char *why, size_t cap) {
   const char *fam = dual ? "kg_dualgemm" : "kg_gemm";
   if (st != KG_SUCCESS) {
     snprintf(why, cap, "%s takes no variant%s%s%s for the dequantized operands: %s (kg_explain(%s, ...) says why)", fam,
@@ -855,16 +876,17 @@ static kg_status kg__deq_inner(kg__deq_plan *p, int dual, kg_status st, const ch
     snprintf(why, cap, "%s chose '%s', which the table does not list", fam, name);
     return KG_ERROR_INTERNAL;
   }
-  if (!forced && strcmp(p->inner->kernel, "tensorop") != 0) {
+  if (!forced && !only && strcmp(p->inner->kernel, "tensorop") != 0) {
     snprintf(why, cap, "%s would run %s, a %s kernel (the path takes tensor-core kernels only)", fam, name,
              p->inner->kernel);
     return KG_ERROR_NOT_SUPPORTED;
   }
   const size_t ws = dual ? p->inner->dualgemm_workspace(&p->dg) : p->inner->gemm_workspace(&p->g);
-  if (ws != 0) {
+  if (ws != 0 && !only) {
     snprintf(why, cap, "%s needs a workspace of its own", name);
     return KG_ERROR_NOT_SUPPORTED;
   }
+  p->inner_bytes = ws;
   return KG_SUCCESS;
 }
 
@@ -902,10 +924,11 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     g->alpha = a->alpha; g->beta = a->beta;
     iex.variant = forced;
     st = kg_gemm_select(g, &iex, &name);
-    if ((st = kg__deq_inner(p, 0, st, name, forced, why, cap))) return st;
+    if ((st = kg__deq_inner(p, 0, st, name, forced, 0, why, cap))) return st;
   } else {
     const kg_dualgemm_fp4_args *a = (const kg_dualgemm_fp4_args *)args;
     const int64_t ldw = kg__round8(a->k), batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
+    const int split = a->mode == KG_MODE_SPLITK_SERIAL && a->split_k_slices > 1, bcast = a->ldb1 == 0;
     const int64_t bsa = batch > 1 ? a->batch_stride_a : 0, bsb0 = batch > 1 ? a->batch_stride_b0 : 0,
                   bsb1 = batch > 1 ? a->batch_stride_b1 : 0;
     /* scale groups as kg.h defines them: one per batch for a non-zero stride */
@@ -915,23 +938,24 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
                             cap)) ||
         (st = kg__deq_add(p, &iex, base, &off, "W0", a->format, a->sf_layout, a->dtype, g0, a->n, a->k, ldw, a->b0,
                           a->ldb0, bsb0, a->sf_b0, a->sf_b0_bytes, a->global_scale_b0, &w0, why, cap)) ||
-        (st = kg__deq_add(p, &iex, base, &off, "W1", a->format, a->sf_layout, a->dtype, g1, a->n, a->k, ldw, a->b1,
-                          a->ldb1, bsb1, a->sf_b1, a->sf_b1_bytes, a->global_scale_b1, &w1, why, cap)) ||
+        (st = kg__deq_add(p, &iex, base, &off, "W1", a->format, a->sf_layout, a->dtype, g1, bcast ? 1 : a->n, a->k,
+                          ldw, a->b1, bcast ? a->k / 2 : a->ldb1, bsb1, a->sf_b1, a->sf_b1_bytes, a->global_scale_b1,
+                          &w1, why, cap)) ||
         (a->a_fp4 && (st = kg__deq_add(p, &iex, base, &off, "A", a->format, a->sf_layout_a, a->dtype, ga, a->m, a->k,
                                        ldw, a->a, a->lda, bsa, a->sf_a, a->sf_a_bytes, a->global_scale_a, &ad, why,
                                        cap))))
       return st;
     kg_dualgemm_args *g = &p->dg;
     const int b = batch > 1;
-    g->mode = b ? KG_MODE_BATCHED : KG_MODE_GEMM;
-    g->m = a->m; g->n = a->n; g->k = a->k; g->batch_count = batch; g->split_k_slices = 1;
+    g->mode = split ? KG_MODE_SPLITK_SERIAL : b ? KG_MODE_BATCHED : KG_MODE_GEMM;
+    g->m = a->m; g->n = a->n; g->k = a->k; g->batch_count = batch; g->split_k_slices = split ? a->split_k_slices : 1;
     g->type_ab = g->type_cd = a->dtype;
     g->layout_a = KG_ROW; g->layout_b0 = KG_COL; g->layout_b1 = KG_COL; g->layout_cd = KG_ROW;
     g->op = a->op; g->store_d0 = !!a->store_d0; g->store_d1 = !!a->store_d1;
     g->a = a->a_fp4 ? ad : a->a; g->lda = a->a_fp4 ? ldw : a->lda;
     g->batch_stride_a = a->a_fp4 ? (ga > 1 ? a->m * ldw : 0) : bsa;
     g->b0 = w0; g->ldb0 = ldw; g->batch_stride_b0 = g0 > 1 ? a->n * ldw : 0;
-    g->b1 = w1; g->ldb1 = ldw; g->batch_stride_b1 = g1 > 1 ? a->n * ldw : 0;
+    g->b1 = w1; g->ldb1 = bcast ? 0 : ldw; g->batch_stride_b1 = g1 > 1 ? (bcast ? ldw : a->n * ldw) : 0;
     g->c0 = a->c0; g->ldc0 = a->ldc0; g->batch_stride_c0 = b ? a->batch_stride_c0 : 0;
     g->c1 = a->c1; g->ldc1 = a->ldc1; g->batch_stride_c1 = b ? a->batch_stride_c1 : 0;
     g->d0 = a->d0; g->ldd0 = a->ldd0; g->batch_stride_d0 = b ? a->batch_stride_d0 : 0;
@@ -940,7 +964,17 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     g->alpha0 = a->alpha0; g->beta0 = a->beta0; g->alpha1 = a->alpha1; g->beta1 = a->beta1;
     iex.variant = forced;
     st = kg_dualgemm_select(g, &iex, &name);
-    if ((st = kg__deq_inner(p, 1, st, name, forced, why, cap))) return st;
+    if ((st = kg__deq_inner(p, 1, st, name, forced, split || bcast, why, cap))) return st;
+  }
+  if (p->inner_bytes > 0) {   /* 16-byte aligned after the operands (each a multiple of 16 bytes) */
+    size_t end;
+    off = (off + 15) / 16 * 16;
+    if (__builtin_add_overflow(off, p->inner_bytes, &end) || end > (size_t)(UINTPTR_MAX - base)) {
+      snprintf(why, cap, "the dequantized operands and %s's own workspace do not fit a workspace", p->inner->name);
+      return KG_ERROR_NOT_SUPPORTED;
+    }
+    p->inner_ws = (void *)(base + off);
+    off = end;
   }
   p->bytes = off;
   return KG_SUCCESS;
@@ -975,10 +1009,16 @@ static void kg__fp4t_say_splits(kg__mm_choice *ch, const kg_exec *exec, int quer
             ch->split_bytes, g->dual ? "kg_dualgemm_fp4" : "kg_gemm_fp4", with.splits);
 }
 
-/* Checks and dispatch of KG_OP_GEMM_FP4 / KG_OP_DUALGEMM_FP4, explain lines
-** into sink. query: for the workspace size (exec's workspace not looked at). */
-static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, int query, kg__mm_choice *ch,
+/* What kg__mm_choose is asked for: a call (or its explain), the workspace size query (exec's
+** workspace not looked at: a workspace is assumed), or the name of what runs (kg_*_select,
+** which stops before the workspace check, as kg_gemm_select does; for problems that only the
+** dequantize path takes, the path whatever the workspace). */
+enum { KG__MM_RUN, KG__MM_QUERY, KG__MM_SELECT };
+
+/* Checks and dispatch of KG_OP_GEMM_FP4 / KG_OP_DUALGEMM_FP4, explain lines into sink. */
+static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, int purpose, kg__mm_choice *ch,
                                kg__sink *sink) {
+  const int query = purpose == KG__MM_QUERY;
   char why[400];
   kg_status st;
   const size_t np = strlen(KG__DEQ_PREFIX);
@@ -989,7 +1029,17 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
   if ((st = kg__fp4_check_op(op, args, exec, &ch->call, sink)) != KG_SUCCESS) return st;
   ch->call.key.ws_query = query;
   const char *forced = exec->variant && strncmp(exec->variant, KG__DEQ_PREFIX, np) == 0 ? exec->variant + np : NULL;
-  if (!forced) {
+  const kg__fp4_mm *mm = ch->call.key.mm;
+  const int only = mm->slices > 1 || mm->bcast_b1;   /* no in-kernel variant takes it */
+  const char *only_what = mm->slices > 1 ? "serial split-K" : "a broadcast W1 vector";
+  if (only && !forced) {
+    if (exec->variant) {
+      kg__say(sink, "%s: rejected: %s runs on the dequantize path only (\"%s<kg_dualgemm variant>\")\n",
+              exec->variant, only_what, KG__DEQ_PREFIX);
+      return KG_ERROR_NOT_SUPPORTED;
+    }
+    kg__say(sink, "%s: the in-kernel FP4 variants do not take it; the dequantize path does\n", only_what);
+  } else if (!forced) {
     if ((st = kg__first_fit(op, kg__fp4_rejects_ctx, &ch->call.key, exec, &ch->v, sink)) != KG_SUCCESS) return st;
     if (exec->backend == KG_BACKEND_C) return KG_SUCCESS;   /* the path is for GPU backends */
     if (strcmp(ch->v->kernel, "tensorop") == 0) kg__fp4t_say_splits(ch, exec, query, sink);
@@ -1009,7 +1059,7 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
               ch->v->name);
       return KG_SUCCESS;
     }
-  } else if (exec->backend == KG_BACKEND_C) {
+  } else if (exec->backend == KG_BACKEND_C && !only) {
     kg__say(sink, "%s: rejected: the dequantize path is for the GPU backends (the C backend runs its blocked "
             "kernels)\n", exec->variant);
     return KG_ERROR_NOT_SUPPORTED;
@@ -1019,14 +1069,14 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
   st = kg__deq_plan_make(op, args, exec, !query && ws_aligned ? ws : KG__DEQ_STANDIN, forced, &ch->plan, why,
                          sizeof why);
   if (st != KG_SUCCESS) {
-    if (!forced) {
+    if (!forced && !only) {
       kg__say(sink, "dequantize path: not taken: %s\n", why);
       return KG_SUCCESS;
     }
-    kg__say(sink, "%s: rejected: %s\n", exec->variant, why);
+    kg__say(sink, "%s: rejected: %s\n", forced ? exec->variant : "dequantize path", why);
     return st;
   }
-  if (query) {
+  if (query || (purpose == KG__MM_SELECT && only)) {
     ch->path = 1;
     return KG_SUCCESS;
   }
@@ -1037,8 +1087,8 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
                dual ? "kg_dualgemm_fp4" : "kg_gemm_fp4");
     else
       snprintf(why, sizeof why, "workspace not 16-byte aligned");
-    if (forced) {
-      kg__say(sink, "%s: rejected: %s\n", exec->variant, why);
+    if (forced || only) {
+      kg__say(sink, "%s: rejected: %s\n", forced ? exec->variant : "dequantize path", why);
       return have < need ? KG_ERROR_WORKSPACE_TOO_SMALL : KG_ERROR_MISALIGNED_OPERAND;
     }
     kg__say(sink, "dequantize path: not taken: %s; %s runs\n", why, ch->v->name);
@@ -1060,6 +1110,7 @@ static kg_status kg__deq_run(kg_op op, const kg__deq_plan *p, const kg_exec *exe
     kg_status st = p->deq_v[i]->fp4_launch(&p->deq[i], &iex);
     if (st != KG_SUCCESS) return st;
   }
+  iex.workspace = p->inner_ws; iex.workspace_size = p->inner_bytes;
   return op == KG_OP_GEMM_FP4 ? p->inner->gemm_launch(&p->g, &iex) : p->inner->dualgemm_launch(&p->dg, &iex);
 }
 
@@ -1076,7 +1127,7 @@ static int kg__fp4_mm_op(kg_op op) { return op == KG_OP_GEMM_FP4 || op == KG_OP_
 kg_status kg__fp4_explain(kg_op op, const void *args, const kg_exec *exec, kg__sink *sink) {
   if (kg__fp4_mm_op(op)) {
     kg__mm_choice ch;
-    return kg__mm_choose(op, args, exec, 0, &ch, sink);
+    return kg__mm_choose(op, args, exec, KG__MM_RUN, &ch, sink);
   }
   kg__fp4_call call;
   const kg_variant *v = NULL;
@@ -1089,7 +1140,7 @@ kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const c
   if (!kg__fp4_op(op)) return KG_ERROR_INVALID_ARGUMENT;
   if (kg__fp4_mm_op(op)) {
     kg__mm_choice ch;
-    kg_status st = kg__mm_choose(op, args, exec, 0, &ch, NULL);
+    kg_status st = kg__mm_choose(op, args, exec, KG__MM_SELECT, &ch, NULL);
     if (st == KG_SUCCESS) *name = ch.path ? kg__deq_name(op, ch.plan.inner) : ch.v->name;
     return st;
   }
@@ -1103,7 +1154,7 @@ kg_status kg_fp4_select(kg_op op, const void *args, const kg_exec *exec, const c
 static kg_status kg__fp4_run(kg_op op, const void *args, const kg_exec *exec) {
   if (kg__fp4_mm_op(op)) {
     kg__mm_choice ch;
-    kg_status st = kg__mm_choose(op, args, exec, 0, &ch, NULL);
+    kg_status st = kg__mm_choose(op, args, exec, KG__MM_RUN, &ch, NULL);
     if (st != KG_SUCCESS) return st;
     if (ch.path) return kg__deq_run(op, &ch.plan, exec);
     if (op == KG_OP_GEMM_FP4) return ch.v->gemm_fp4_launch((const kg_gemm_fp4_args *)args, exec);
@@ -1146,7 +1197,7 @@ static kg_status kg__fp4_mm_workspace(kg_op op, const void *args, const kg_exec 
   if (!bytes) return KG_ERROR_INVALID_ARGUMENT;
   *bytes = 0;
   kg__mm_choice ch;
-  kg_status st = kg__mm_choose(op, args, exec, 1, &ch, NULL);
+  kg_status st = kg__mm_choose(op, args, exec, KG__MM_QUERY, &ch, NULL);
   if (st == KG_SUCCESS) *bytes = ch.path ? ch.plan.bytes : ch.split_bytes;
   return st;
 }

@@ -84,22 +84,25 @@ typedef struct fcase {
   unsigned shared;
   int c0, c1, with_gs;
   float alpha0, beta0, alpha1, beta1;
+  int64_t slices;           /* > 0: KG_MODE_SPLITK_SERIAL with these slices (batch 0) */
+  int bcast;                /* W1 a broadcast vector (ldb1 0): one row per scale group */
 } fcase;
 
 static const fcase CASES[] = {
-  { "1x1x2", 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f },
-  { "3x7x30 C", 3, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0.75f, -0.5f, 1.25f, 0.5f },
-  { "17x130x200 bias, no gs", 17, 130, 200, 0, 0, CN_BIAS, CN_NONE, 0, 1.0f, 1.0f, -0.5f, 0.0f },
-  { "70x300x64 c1 only", 70, 300, 64, 0, 0, CN_NONE, CN_FULL, 1, 0.5f, 0.0f, 1.0f, -1.0f },
-  { "5x9x546 x3 batched", 5, 9, 546, 3, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.25f, 0.75f, 1.0f },
-  { "9x20x96 x4 shared A, W1", 9, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 1.5f, 0.0f, 1.0f, 0.5f },
-  { "2x33x64 x2 shared W0", 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f },
-  { "1x300x200 x2 batched", 1, 300, 200, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.25f, 0.0f },
+  { "1x1x2", 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 },
+  { "3x7x30 C", 3, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0.75f, -0.5f, 1.25f, 0.5f, 0, 0 },
+  { "17x130x200 bias, no gs", 17, 130, 200, 0, 0, CN_BIAS, CN_NONE, 0, 1.0f, 1.0f, -0.5f, 0.0f, 0, 0 },
+  { "70x300x64 c1 only", 70, 300, 64, 0, 0, CN_NONE, CN_FULL, 1, 0.5f, 0.0f, 1.0f, -1.0f, 0, 0 },
+  { "5x9x546 x3 batched", 5, 9, 546, 3, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.25f, 0.75f, 1.0f, 0, 0 },
+  { "9x20x96 x4 shared A, W1", 9, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 1.5f, 0.0f, 1.0f, 0.5f, 0, 0 },
+  { "2x33x64 x2 shared W0", 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 0 },
+  { "1x300x200 x2 batched", 1, 300, 200, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.25f, 0.0f, 0, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
 typedef struct fprob {
   kg_dualgemm_fp4_args a;
+  double wround;                   /* relative rounding of the weights (the dequantize path), else 0 */
   int bsz;
   int64_t kv, batch, ga, g0, g1;   /* batches, scale groups of A, W0, W1 */
   float gsa[8], gs0[8], gs1[8];    /* host copies (1 when NULL) */
@@ -147,8 +150,9 @@ static fprob make_fprob(const fvar *v, const fcase *c, uint64_t seed) {
   const int64_t m = c->m, n = c->n, k = c->k;
   const kg_dtype t = (kg_dtype)v->dtype;
   p.batch = c->batch ? c->batch : 1;
-  a->mode = c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
+  a->mode = c->slices ? KG_MODE_SPLITK_SERIAL : c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
   a->batch_count = p.batch;
+  a->split_k_slices = c->slices;
   a->m = m; a->n = n; a->k = k; a->dtype = t; a->format = (kg_fp4_format)v->format;
   a->sf_layout = (kg_sf_layout)v->layout; a->op = (kg_dual_op)v->op;
   a->store_d0 = v->sd0; a->store_d1 = v->sd1;
@@ -175,15 +179,17 @@ static fprob make_fprob(const fvar *v, const fcase *c, uint64_t seed) {
     fill_gs(p.gsa, 1, 0, 0.0f);
   }
   /* W0, W1 */
-  a->ldb0 = k / 2 + 5; a->ldb1 = k / 2 + 1;
+  /* a broadcast W1: one row of k/2 bytes per scale group, 3 bytes apart, ldb1 0 */
+  const int64_t n1 = c->bcast ? 1 : n, row1 = c->bcast ? k / 2 + 3 : n * (k / 2 + 1);
+  a->ldb0 = k / 2 + 5; a->ldb1 = c->bcast ? 0 : k / 2 + 1;
   p.g0 = (c->shared & SH_B0) ? 1 : p.batch;
   p.g1 = (c->shared & SH_B1) ? 1 : p.batch;
   a->batch_stride_b0 = (c->shared & SH_B0) ? 0 : n * a->ldb0 + 7;
-  a->batch_stride_b1 = (c->shared & SH_B1) ? 0 : n * a->ldb1;
+  a->batch_stride_b1 = (c->shared & SH_B1) ? 0 : row1;
   a->b0 = fill_bytes(&rng, (size_t)(p.g0 * (n * a->ldb0 + 7)));
-  a->b1 = fill_bytes(&rng, (size_t)(p.g1 * n * a->ldb1));
+  a->b1 = fill_bytes(&rng, (size_t)(p.g1 * row1));
   a->sf_b0 = fill_scales(&rng, v->format, nv, v->layout, n, p.kv, p.g0, &a->sf_b0_bytes);
-  a->sf_b1 = fill_scales(&rng, v->format, nv, v->layout, n, p.kv, p.g1, &a->sf_b1_bytes);
+  a->sf_b1 = fill_scales(&rng, v->format, nv, v->layout, n1, p.kv, p.g1, &a->sf_b1_bytes);
   a->global_scale_b0 = fill_gs(p.gs0, p.g0, nv, 5.5f);
   a->global_scale_b1 = fill_gs(p.gs1, p.g1, nv, 2.25f);
   /* C0, C1 */
@@ -251,8 +257,8 @@ static double check_fprob(const fprob *p, const char *what) {
       for (int64_t kk = 0; kk < k; kk++) {
         W[0][j * k + kk] = deq(p, a->b0, a->ldb0, a->batch_stride_b0, a->sf_b0, a->sf_layout, n, z, j, kk,
                                p->gs0[a->batch_stride_b0 ? z : 0]);
-        W[1][j * k + kk] = deq(p, a->b1, a->ldb1, a->batch_stride_b1, a->sf_b1, a->sf_layout, n, z, j, kk,
-                               p->gs1[a->batch_stride_b1 ? z : 0]);
+        W[1][j * k + kk] = deq(p, a->b1, a->ldb1, a->batch_stride_b1, a->sf_b1, a->sf_layout, a->ldb1 ? n : 1, z,
+                               a->ldb1 ? j : 0, kk, p->gs1[a->batch_stride_b1 ? z : 0]);
       }
     for (int64_t i = 0; i < m; i++)
       for (int64_t j = 0; j < a->ldd2; j++) {
@@ -276,7 +282,7 @@ static double check_fprob(const fprob *p, const char *what) {
           double cterm = C && beta != 0.0 ? beta * tu_get(C, t, z * bsc + i * ldc + j) : 0.0;
           x[b] = alpha * s + cterm;
           xr[b] = tu_round(t, x[b]);
-          tol[b] = 2.0 * u * fabs(x[b]) + (double)(k + 4) * ldexp(1.0, -23) * fabs(alpha) * abs +
+          tol[b] = 2.0 * u * fabs(x[b]) + ((double)(k + 4) * ldexp(1.0, -23) + p->wround) * fabs(alpha) * abs +
                    ldexp(1.0, -22) * fabs(cterm) + tiny;
           void *D = b ? a->d1 : a->d0;
           if (D) {
@@ -350,7 +356,7 @@ END_TEST
 START_TEST(test_exact_mul) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4", &v));
-  fcase c = { "exact", 6, 10, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f };
+  fcase c = { "exact", 6, 10, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 };
   fprob p = make_fprob(&v, &c, 99);
   uint8_t *S0 = (uint8_t *)p.a.sf_b0, *S1 = (uint8_t *)p.a.sf_b1;
   for (int64_t r = 0; r < 10; r++)
@@ -389,10 +395,98 @@ static void expect(const kg_dualgemm_fp4_args *a, kg_status want, const char *wh
     ck_assert_msg(strncmp(buf, "arguments: ", 11) == 0, "%s: %s", what, buf);
 }
 
+/* Serial split-K and the broadcast W1 vector: no in-kernel variant takes them; they run on the
+** dequantize path (kg_dualgemm's split-K mode / ldb1 = 0 column on the dequantized weights), on
+** the C backend too, with the size query's workspace. Same reference and tolerances, plus the
+** weights' (and W4A4 A's) one rounding to the activation type where NVFP4 global scales make it. */
+static const fcase PATH_CASES[] = {
+  { "7x40x200 split 3", 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 0.75f, 0.5f, 1.25f, 0.0f, 3, 0 },
+  { "5x33x96 split 96 (one k a slice)", 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1.0f, 0.0f, 1.0f, -0.5f, 96, 0 },
+  { "9x20x130 split 1", 9, 20, 130, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 1, 0 },
+  { "3x21x64 broadcast W1", 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1.0f, 0.0f, 0.5f, 1.0f, 0, 1 },
+  { "4x24x128 x3 broadcast W1 per batch", 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 1 },
+  { "2x16x64 x2 broadcast W1 shared", 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 1 },
+  { "6x50x130 split 4, broadcast W1", 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1.0f, 0.25f, 1.5f, -0.5f, 4, 1 },
+};
+
+START_TEST(test_path_splitk_broadcast) {
+  static const char *const NAMES[] = {
+    "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4", "kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d0d1d2_sf128x4",
+    "kg_fp4dualgemm_c_blocked_nvfp4_f16_geglu_d2_sflinear", "kg_fp4dualgemm_c_blocked_mxfp4_f16_swiglu_d2_sf8x4",
+    "kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4_afp4_sfa8x4",
+    "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4",
+  };
+  int ran = 0;
+  for (int i = 0; i < (int)(sizeof NAMES / sizeof NAMES[0]); i++) {
+    fvar v;
+    ck_assert_msg(parse_fvar(NAMES[i], &v), "cannot parse %s", NAMES[i]);
+    for (int c = 0; c < (int)(sizeof PATH_CASES / sizeof PATH_CASES[0]); c++) {
+      const fcase *fc = &PATH_CASES[c];
+      fprob p = make_fprob(&v, fc, 9000 + 37 * (uint64_t)c + 5 * (uint64_t)i);
+      const int gs = v.format == KG_FP4_NVFP4 && fc->with_gs;
+      char what[240];
+      snprintf(what, sizeof what, "%s-like %s", NAMES[i], fc->what);
+      kg_exec e = tu_exec_c();
+      size_t ws = 7;
+      const char *sel = NULL;
+      const kg_status sst = kg_dualgemm_fp4_select(&p.a, &e, &sel);
+      const kg_status qst = kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws);
+      ck_assert_msg(sst == qst, "%s: select %s, size query %s", what, kg_status_string(sst), kg_status_string(qst));
+      /* the path: exact weights in the activation type, or bf16 with one rounding; and a kg_dualgemm
+      ** variant of the op and stores (the C specs build swiglu with D2 only) */
+      const int path = fc->slices > 1 || fc->bcast;
+      const int want_ok = !path || (!(v.dtype == KG_F16 && (v.format == KG_FP4_MXFP4 || gs)) &&
+                                    !(v.op == KG_DUAL_SWIGLU && v.sd0));
+      if (!want_ok) {
+        ck_assert_msg(sst == KG_ERROR_NOT_SUPPORTED, "%s: %s", what, kg_status_string(sst));
+        ck_assert_int_eq((int)ws, 0);
+        ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_NOT_SUPPORTED);
+        free_fprob(&p);
+        continue;
+      }
+      ck_assert_msg(sst == KG_SUCCESS, "%s: %s", what, kg_status_string(sst));
+      if (!path) {   /* one slice: the in-kernel variant, no workspace */
+        ck_assert_str_eq(sel, NAMES[i]);
+        ck_assert_int_eq((int)ws, 0);
+      } else {
+        ck_assert_msg(strncmp(sel, "dequantize + kg_dualgemm_c_", 27) == 0, "%s: %s", what, sel);
+        ck_assert_msg(ws > 0, "%s: no workspace", what);
+        /* split-K: kg_dualgemm's two f32 partial sums come after the dequantized weights */
+        if (fc->slices > 1) ck_assert_msg(ws > (size_t)(2 * fc->m * fc->n * 4), "%s: workspace %zu", what, ws);
+        char why[4096];
+        ck_assert_int_eq(kg_explain(KG_OP_DUALGEMM_FP4, &p.a, &e, why, sizeof why), KG_ERROR_WORKSPACE_TOO_SMALL);
+        ck_assert_msg(strstr(why, fc->slices > 1 ? "serial split-K: the in-kernel FP4 variants do not take it"
+                                                 : "a broadcast W1 vector: the in-kernel FP4 variants do not take it"),
+                      "%s", why);
+        /* without it, or with one byte less: refused, nothing written */
+        ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_WORKSPACE_TOO_SMALL);
+        e.workspace = tu_alloc(ws + 16);
+        e.workspace_size = ws - 1;
+        ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_WORKSPACE_TOO_SMALL);
+        for (int64_t q = 0; q < (int64_t)p.dsz; q++) ck_assert(tu_is_poison(p.a.d2, p.a.dtype, q));
+        e.workspace_size = ws;
+        /* an in-kernel variant forced by name does not take it */
+        kg_exec f = e;
+        f.variant = NAMES[i];
+        ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &f), KG_ERROR_NOT_SUPPORTED);
+      }
+      p.wround = gs && v.dtype == KG_BF16 && path ? (v.a_fp4 ? 2.0 : 1.0) * tu_unit_roundoff(KG_BF16) : 0.0;
+      const kg_status st = kg_dualgemm_fp4(&p.a, &e);
+      ck_assert_msg(st == KG_SUCCESS, "%s: %s", what, kg_status_string(st));
+      check_fprob(&p, what);
+      tu_free(e.workspace);
+      free_fprob(&p);
+      ran++;
+    }
+  }
+  ck_assert_int_eq(ran, 24);   /* 6 x 7 less the 3 x 6 path cases above that are NOT_SUPPORTED */
+}
+END_TEST
+
 START_TEST(test_validation_statuses) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4", &v));
-  fcase c = { "val", 3, 20, 64, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 1.0f, 1.0f, 0.0f };
+  fcase c = { "val", 3, 20, 64, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 1.0f, 1.0f, 0.0f, 0, 0 };
   fprob p = make_fprob(&v, &c, 5);
   kg_dualgemm_fp4_args a;
   expect(&p.a, KG_SUCCESS, "valid batched");
@@ -402,7 +496,11 @@ START_TEST(test_validation_statuses) {
   a = p.a; ck_assert_int_eq(kg_dualgemm_fp4(&a, NULL), KG_ERROR_INVALID_ARGUMENT);
   /* from here on every call fails: D2 stays poisoned */
   tu_poison(p.a.d2, KG_BF16, (int64_t)p.dsz);
-  a = p.a; a.mode = KG_MODE_SPLITK_SERIAL; expect(&a, KG_ERROR_NOT_SUPPORTED, "split-K");
+  a = p.a; a.mode = KG_MODE_SPLITK_SERIAL; a.split_k_slices = 2;
+  expect(&a, KG_ERROR_INVALID_PROBLEM, "split-K with batch_count 2");
+  a.batch_count = 1; a.split_k_slices = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "split-K with 0 slices");
+  a.split_k_slices = 65; expect(&a, KG_ERROR_INVALID_PROBLEM, "more slices than k");
+  a = p.a; a.split_k_slices = 2; expect(&a, KG_ERROR_INVALID_PROBLEM, "slices in batched mode");
   a = p.a; a.mode = (kg_mode)9; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown mode");
   a = p.a; a.mode = KG_MODE_GEMM; expect(&a, KG_ERROR_INVALID_PROBLEM, "gemm mode with batch_count 2");
   a = p.a; a.batch_count = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "batch_count 0");
@@ -416,7 +514,11 @@ START_TEST(test_validation_statuses) {
   a = p.a; a.k = 63; expect(&a, KG_ERROR_INVALID_PROBLEM, "odd k");
   a = p.a; a.n = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "n 0");
   a = p.a; a.ldb0 = 31; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldb0 < k/2 (no broadcast vector)");
-  a = p.a; a.ldb1 = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldb1 = 0");
+  /* ldb1 = 0: a broadcast W1, whose 128x4 scales for one row pad to 128 rows as n = 20's do: valid, and
+  ** on the dequantize path, which needs the workspace (test_path_splitk_broadcast runs it) */
+  a = p.a; a.ldb1 = 0; expect(&a, KG_ERROR_WORKSPACE_TOO_SMALL, "broadcast W1 without the workspace");
+  a.sf_b1_bytes += 512; expect(&a, KG_ERROR_INVALID_PROBLEM, "broadcast W1 with scales for 129 .. 256 rows");
+  a = p.a; a.ldb0 = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldb0 = 0 (W0 is a matrix)");
   a = p.a; a.ldd2 = 19; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldd2 < n");
   a = p.a; a.batch_stride_d2 = 5; expect(&a, KG_ERROR_INVALID_PROBLEM, "D2 batches overlap");
   a = p.a; a.batch_stride_a = -1; expect(&a, KG_ERROR_INVALID_ARGUMENT, "negative batch stride");
@@ -456,7 +558,7 @@ END_TEST
 START_TEST(test_dispatch_and_explain) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear", &v));
-  fcase c = { "explain", 40, 20, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f };
+  fcase c = { "explain", 40, 20, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 };
   fprob p = make_fprob(&v, &c, 11);
   kg_exec e = tu_exec_c();
   static char buf[65536];   /* messages below name the missing line, not the whole text */
@@ -493,8 +595,8 @@ END_TEST
 ** written, and the size query checks its arguments and exec first. */
 START_TEST(test_workspace_contract) {
   static const fcase WCASES[] = {
-    { "12x20x64", 12, 20, 64, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f },
-    { "70x40x96 x3 batched, shared W1", 70, 40, 96, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0.75f, 1.0f, 1.25f, -0.5f },
+    { "12x20x64", 12, 20, 64, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f, 0, 0 },
+    { "70x40x96 x3 batched, shared W1", 70, 40, 96, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0.75f, 1.0f, 1.25f, -0.5f, 0, 0 },
   };
   const char *const NAMES[] = { "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4",
                                 "kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4" };
@@ -556,8 +658,8 @@ START_TEST(test_workspace_contract) {
   e.workspace_size = 64;
   ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&p.a, &e, &ws), KG_ERROR_INVALID_ARGUMENT);
   e = tu_exec_c();
-  kg_dualgemm_fp4_args a = p.a; a.mode = KG_MODE_SPLITK_SERIAL;
-  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_NOT_SUPPORTED);
+  kg_dualgemm_fp4_args a = p.a; a.mode = KG_MODE_SPLITK_SERIAL; a.split_k_slices = 2;
+  ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_INVALID_PROBLEM);   /* batched + split-K */
   a = p.a; a.batch_stride_d2 = 1;   /* output batches overlap */
   ck_assert_int_eq(kg_dualgemm_fp4_workspace_size(&a, &e, &ws), KG_ERROR_INVALID_PROBLEM);
   a = p.a; a.sf_b0_bytes -= 1;
@@ -638,6 +740,7 @@ Suite *dualgemm_fp4_suite(void) {
   tcase_add_test(tc, test_every_c_variant);
   tcase_add_test(tc, test_exact_mul);
   tcase_add_test(tc, test_validation_statuses);
+  tcase_add_test(tc, test_path_splitk_broadcast);
   tcase_add_test(tc, test_dispatch_and_explain);
   tcase_add_test(tc, test_workspace_contract);
   tcase_add_test(tc, test_amax);

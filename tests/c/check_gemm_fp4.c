@@ -318,6 +318,7 @@ START_TEST(test_validation_statuses) {
   a = p.a; a.ldc = -1; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldc negative");
   a = p.a; a.c = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "c NULL with beta");
   a = p.a; a.c = NULL; a.beta = 0.0f; expect(&a, KG_SUCCESS, "c NULL without beta");
+  a.ldc = -1; expect(&a, KG_SUCCESS, "c NULL: ldc not looked at (as kg_gemm, kg_dualgemm_fp4)");
   a = p.a; a.b = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "b NULL");
   a = p.a; a.sf_b = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "sf_b NULL");
   a = p.a; a.d = NULL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "d NULL");

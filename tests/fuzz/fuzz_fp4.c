@@ -146,8 +146,9 @@ static int64_t bspan(int64_t batches, int64_t e, int64_t bs) {
 static void fuzz_dual(void) {
   kg_dualgemm_fp4_args a; memset(&a, 0, sizeof a);
   int huge = 0;
-  const int batched = coin(30);
-  a.mode = coin(3) ? (kg_mode)pick(-1, 4) : batched ? KG_MODE_BATCHED : KG_MODE_GEMM;
+  const int batched = coin(30), split = !batched && coin(25);
+  a.mode = coin(3) ? (kg_mode)pick(-1, 4) : batched ? KG_MODE_BATCHED : split ? KG_MODE_SPLITK_SERIAL : KG_MODE_GEMM;
+  a.split_k_slices = split ? maybe_evil(pick(0, 7), 5) : coin(5) ? pick(-1, 3) : 0;
   a.batch_count = batched ? maybe_evil(pick(1, 3), 4) : (coin(3) ? pick(0, 3) : 1);
   a.format = coin(3) ? (kg_fp4_format)pick(-2, 5) : FMTS[rnd() % 2];
   a.sf_layout = coin(3) ? (kg_sf_layout)pick(-2, 5) : LAYS[rnd() % 3];
@@ -160,14 +161,14 @@ static void fuzz_dual(void) {
   const int64_t kb = hup(a.k);
   a.lda = maybe_evil(sadd(a.a_fp4 ? kb : a.k, coin(30) ? pick(-2, 9) : 0), 3);
   a.ldb0 = maybe_evil(sadd(kb, coin(30) ? pick(-2, 9) : 0), 3);
-  a.ldb1 = maybe_evil(sadd(kb, coin(30) ? pick(-2, 9) : 0), 3);
+  a.ldb1 = coin(20) ? 0 : maybe_evil(sadd(kb, coin(30) ? pick(-2, 9) : 0), 3);   /* 0: a broadcast W1 row */
   a.ldc0 = maybe_evil(coin(15) ? 0 : sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
   a.ldc1 = maybe_evil(coin(15) ? 0 : sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
   a.ldd0 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
   a.ldd1 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
   a.ldd2 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
   const int64_t ea = a.a_fp4 ? span(a.m, kb, a.lda) : span(a.m, a.k, a.lda);
-  const int64_t eb0 = span(a.n, kb, a.ldb0), eb1 = span(a.n, kb, a.ldb1);
+  const int64_t eb0 = span(a.n, kb, a.ldb0), eb1 = a.ldb1 == 0 ? kb : span(a.n, kb, a.ldb1);
   const int64_t ec0 = a.ldc0 == 0 ? a.n : span(a.m, a.n, a.ldc0), ec1 = a.ldc1 == 0 ? a.n : span(a.m, a.n, a.ldc1);
   const int64_t ed0 = span(a.m, a.n, a.ldd0), ed1 = span(a.m, a.n, a.ldd1), ed2 = span(a.m, a.n, a.ldd2);
   /* batch strides: usually the extent (or 0 for shared inputs), sometimes anything */
@@ -183,7 +184,7 @@ static void fuzz_dual(void) {
   const int64_t g0 = nb > 1 && a.batch_stride_b0 != 0 ? nb : 1, g1 = nb > 1 && a.batch_stride_b1 != 0 ? nb : 1;
   const int64_t ga = nb > 1 && a.batch_stride_a != 0 ? nb : 1;
   if (kg_sf_size(a.sf_layout, a.n, kv, g0, &s0) != KG_SUCCESS) s0 = 64;
-  if (kg_sf_size(a.sf_layout, a.n, kv, g1, &s1) != KG_SUCCESS) s1 = 64;
+  if (kg_sf_size(a.sf_layout, a.ldb1 == 0 ? 1 : a.n, kv, g1, &s1) != KG_SUCCESS) s1 = 64;
   if (kg_sf_size(a.sf_layout_a, a.m, kv, ga, &sa) != KG_SUCCESS) sa = 64;
   if (coin(8)) s0 = (size_t)pick(0, 4096);
   if (coin(8)) s1 = (size_t)pick(0, 4096);
@@ -219,7 +220,15 @@ static void fuzz_dual(void) {
   const char *nm = NULL;
   report("dualgemm_fp4_workspace_size", kg_dualgemm_fp4_workspace_size(&a, &e, &ws), 0, desc);
   report("dualgemm_fp4_select", kg_dualgemm_fp4_select(&a, &e, &nm), 0, desc);
+  /* the size query's workspace (or a byte less) most of the time: the dequantize path (split-K, a
+  ** broadcast W1) writes only inside it */
+  void *w = NULL;
+  if (ws > 0 && ws < (64u << 20) && coin(80)) {
+    e.workspace_size = coin(20) ? ws - 1 : ws;
+    e.workspace = w = buf((int64_t)e.workspace_size, &huge);
+  }
   report("dualgemm_fp4", kg_dualgemm_fp4(&a, &e), huge || many, desc);
+  fz_free(w);
   fz_free(a.a); fz_free(a.b0); fz_free(a.b1); fz_free(a.sf_b0); fz_free(a.sf_b1);
   fz_free(a.sf_a); fz_free(a.c0); fz_free(a.c1); fz_free(a.d0); fz_free(a.d1); fz_free(a.d2);
 }

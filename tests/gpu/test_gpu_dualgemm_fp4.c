@@ -48,8 +48,9 @@
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 320 with or without a workspace
 ** and for m = 512 without one; with one the dequantize path where it applies, above path_m = 320),
-** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K
-** (KG_ERROR_NOT_SUPPORTED) and odd k (KG_ERROR_INVALID_PROBLEM), and nothing is written.
+** every variant refuses a misaligned ldb0 (KG_ERROR_MISALIGNED_OPERAND), serial split-K when forced
+** by name (KG_ERROR_NOT_SUPPORTED: the dequantize path alone takes it) and odd k
+** (KG_ERROR_INVALID_PROBLEM), and nothing is written.
 ** Dequantize path (kg.h): every any-M (mma) variant also runs PATH_CASES by dispatch (exec.variant
 ** NULL), without a workspace (select names the variant, or the tensorop variant of the key where there
 ** is one: any_m_target) and with one of
@@ -66,7 +67,10 @@
 ** scale group of W0, shared W1 once, per-batch A for W4A4), explain's lines, a short workspace, v
 ** forced by name (never the path), the path forced with a short workspace
 ** (KG_ERROR_WORKSPACE_TOO_SMALL). On the host build the size is 0 and the forced path
-** KG_ERROR_NOT_SUPPORTED.
+** KG_ERROR_NOT_SUPPORTED. The same variants run PATH_ONLY_CASES, serial split-K and the broadcast W1
+** vector, which the path alone takes on every backend (the C one too): refused without a workspace,
+** then with the size query's, "dequantize + kg_dualgemm_<backend>_*", the tolerances above (has_path_only:
+** NOT_SUPPORTED throughout where the path cannot run the key).
 **
 ** amax reference: max |x| over each group in double of the decoded values, NaN skipped; must be
 ** bit-equal (it is exact). Cases: rows 1, 37, 1100 x cols 1, 45, 3000, batch 1 and 3 with gapped
@@ -249,6 +253,19 @@ static const dcase SPLIT_CASES[] = {
   { 100, 2000, 14300, 0, 0, CN_FULL, CN_NONE, 1, 1 }, { 120, 1000, 12288, 2, SH_A, CN_BIAS, CN_FULL, 0, 1 },
 };
 #define NSPLIT_CASES ((int)(sizeof SPLIT_CASES / sizeof SPLIT_CASES[0]))
+/* Serial split-K and the broadcast W1 vector (ldb1 0: one row per scale group), which only the
+** dequantize path takes (kg_dualgemm's split-K mode and ldb1 = 0 column on the dequantized weights),
+** on every backend: by dispatch with the size query's workspace (RUN_PATH_ONLY). Slices up to k (one
+** k a slice), ragged k, bias rows, a broadcast W1 per batch and a shared one, both at once, and a
+** larger split (m 300, n 1000, k 4096 in 5 slices). */
+typedef struct pcase { dcase d; int64_t slices; int bcast; } pcase;
+static const pcase PATH_ONLY_CASES[] = {
+  { { 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 1 }, 3, 0 },   { { 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1 }, 96, 0 },
+  { { 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 0, 1 },    { { 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1 }, 0, 1 },
+  { { 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1 }, 0, 1 }, { { 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1 }, 4, 1 },
+  { { 300, 1000, 4096, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 5, 0 },
+};
+#define NPATH_ONLY ((int)(sizeof PATH_ONLY_CASES / sizeof PATH_ONLY_CASES[0]))
 /* Two launches (132 SMs): a whole round of 132 tiles of 128 x 64, then the last 32 tiles in 4 splits
 ** through the workspace; run on one variant (LAST_SPLIT_VARIANT), its reference being 17 G products. */
 static const dcase LAST_SPLIT_CASE = { 65, 10440, 12288, 0, 0, CN_NONE, CN_FULL, 1, 1 };
@@ -258,9 +275,11 @@ static const dcase LAST_SPLIT_CASE = { 65, 10440, 12288, 0, 0, CN_NONE, CN_FULL,
 ** of kg_dualgemm_fp4_workspace_size's bytes (the dequantize path where it applies). */
 /* RUN_SPLIT: as RUN_WORKSPACE, and on 132 SMs (the H200) the tensorop kernel must sum its K splits
 ** through that workspace (SPLIT_CASES) */
-enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE, RUN_SPLIT };
+/* RUN_PATH_ONLY: a PATH_ONLY_CASES case by dispatch, first without a workspace (refused), then with the
+** size query's (the dequantize path; NOT_SUPPORTED where it cannot run: has_path_only) */
+enum { RUN_FORCED, RUN_DISPATCH, RUN_WORKSPACE, RUN_SPLIT, RUN_PATH_ONLY };
 static const char *const RUN_NAMES[] = { "forced", "dispatch, no workspace", "dispatch, workspace",
-                                         "dispatch, workspace for the K splits" };
+                                         "dispatch, workspace for the K splits", "dispatch, dequantize path only" };
 #define DEQ_PREFIX "dequantize + "
 static int64_t round8(int64_t x) { return (x + 7) / 8 * 8; }
 
@@ -276,6 +295,29 @@ static int has_tensorop(const dvar *v) {
     if (!strncmp(name, pre, strlen(pre)) && strlen(name) > strlen(pre) + 2 &&
         !strncmp(name + strlen(pre) + 2, stores, strlen(stores)) && name[strlen(pre) + 2 + strlen(stores)] == '_')
       return 1;
+  }
+  return 0;
+}
+
+/* Whether the dequantize path can run v's key for split-K and a broadcast W1 (kg.h): the dequantized
+** operands exact, or bf16 with one rounding (not f16 with MXFP4 or with NVFP4 global scales: with_gs),
+** and some kg_dualgemm variant of this backend for v's dtype, op and stores with A row-major, B0 and B1
+** column-major (layout letters r / c or x: any), name kg_dualgemm_<backend>_<kernel>_<dtype>_<op>_<layouts>_<stores>_*. */
+static int has_path_only(const dvar *v, int with_gs) {
+  static const char *const OPS[] = { "swiglu", "geglu", "mul" };
+  if (!v->bf && (v->format == KG_FP4_MXFP4 || with_gs)) return 0;
+  char pre[64], mid[48];
+  snprintf(pre, sizeof pre, "kg_dualgemm_%s_", BACKEND_NAME);
+  snprintf(mid, sizeof mid, "_%s_%s_", v->bf ? "bf16" : "f16", OPS[v->op]);
+  for (int i = 0; i < kg_variant_count(); i++) {
+    const char *name = kg_variant_name(i), *p = strstr(name, mid);
+    if (strncmp(name, pre, strlen(pre)) != 0 || !p) continue;
+    const char *lay = p + strlen(mid), *st = lay + 5;
+    if (strlen(lay) < 5 || lay[4] != '_' || !strchr("rx", lay[0]) || !strchr("cx", lay[1]) || !strchr("cx", lay[2]))
+      continue;
+    char stores[16];
+    snprintf(stores, sizeof stores, "%s%sd2_", v->sd0 ? "d0" : "", v->sd1 ? "d1" : "");
+    if (!strncmp(st, stores, strlen(stores))) return 1;
   }
   return 0;
 }
@@ -311,11 +353,12 @@ typedef struct fop {   /* one FP4 operand (A in W4A4, W0, W1): host bytes, scale
   int64_t rows, ld, bs, groups;
   float gs[8];
   int with_gs;
+  int bcast;   /* W1 as a broadcast vector: every output column reads row 0 */
 } fop;
 
 static void make_fop(fop *o, const dvar *v, int64_t rows, int64_t ld, int64_t batch, int shared, int with_gs,
                      float base) {
-  o->rows = rows; o->ld = ld;
+  o->rows = rows; o->ld = ld; o->bcast = 0;
   o->groups = shared ? 1 : batch;
   o->bs = shared ? 0 : (rows * ld + 15) / 16 * 16 + 16;   /* a 16-byte gap between batches */
   o->qn = (size_t)(shared || batch == 1 ? rows * ld : o->groups * o->bs);
@@ -344,6 +387,7 @@ static void fill_sf(fop *o, const dvar *v, int layout, int64_t k, int big) {
 static double fop_val(const fop *o, const dvar *v, int layout, int64_t k, int64_t z, int64_t r, int64_t kk) {
   const int64_t bsz = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
   const int64_t g = o->bs != 0 ? z : 0;
+  if (o->bcast) r = 0;
   unsigned byte = o->q[g * o->bs + r * o->ld + kk / 2], code = kk % 2 ? byte >> 4 : byte & 15u;
   unsigned s = o->sf[ref_sf_off(layout, o->rows, kv, g, r, kk / bsz)];
   return v->format == KG_FP4_NVFP4 ? ref_e2m1(code) * ref_e4m3(s) / (double)o->gs[g] : ref_e2m1(code) * ref_ue8m0(s);
@@ -369,6 +413,9 @@ static void fop_decode(const fop *o, const dvar *v, int layout, int64_t rows, in
 static size_t tc_split_bytes(const char *sel, int64_t m, int64_t n, int64_t k, int64_t batch);
 
 static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *path_runs) {
+  /* RUN_PATH_ONLY: c is the dcase of a pcase (its first member) */
+  const pcase *pc = how == RUN_PATH_ONLY ? (const pcase *)c : NULL;
+  const int64_t slices = pc ? pc->slices : 0, bcast = pc ? pc->bcast : 0;
   const int64_t m = c->m, n = c->n, k = c->k, batch = c->batch ? c->batch : 1;
   const int bf = v->bf;
   char what[200];
@@ -376,8 +423,9 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
            (long long)c->batch, RUN_NAMES[how]);
   kg_dualgemm_fp4_args a;
   memset(&a, 0, sizeof a);
-  a.mode = c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
+  a.mode = slices ? KG_MODE_SPLITK_SERIAL : c->batch ? KG_MODE_BATCHED : KG_MODE_GEMM;
   a.batch_count = batch;
+  a.split_k_slices = slices;
   a.m = m; a.n = n; a.k = k; a.dtype = bf ? KG_BF16 : KG_F16; a.format = v->format; a.sf_layout = v->layout;
   a.op = v->op; a.store_d0 = v->sd0; a.store_d1 = v->sd1;
   /* A */
@@ -399,7 +447,8 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   /* W0, W1 */
   fop w[2];
   make_fop(&w[0], v, n, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_B0), c->with_gs, 5.5f);
-  make_fop(&w[1], v, n, (k / 2 + 15) / 16 * 16, batch, !!(c->shared & SH_B1), c->with_gs, 2.25f);
+  make_fop(&w[1], v, bcast ? 1 : n, (k / 2 + 15) / 16 * 16, batch, !!(c->shared & SH_B1), c->with_gs, 2.25f);
+  w[1].bcast = (int)bcast;
   /* every other case (by its shape) puts one MXFP4 scale above 128 into one of the weights */
   const int big = (int)((m + n + k) % 2), big_w = (int)(rnd() % 2);
   fill_sf(&w[0], v, v->layout, k, big && big_w == 0);
@@ -437,7 +486,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   a.a = dA.p;
   a.b0 = dW[0].p; a.ldb0 = w[0].ld; a.batch_stride_b0 = w[0].bs;
   a.sf_b0 = dS[0].p; a.sf_b0_bytes = w[0].sfn; a.global_scale_b0 = w[0].with_gs ? (const float *)dG[0].p : NULL;
-  a.b1 = dW[1].p; a.ldb1 = w[1].ld; a.batch_stride_b1 = w[1].bs;
+  a.b1 = dW[1].p; a.ldb1 = bcast ? 0 : w[1].ld; a.batch_stride_b1 = w[1].bs;
   a.sf_b1 = dS[1].p; a.sf_b1_bytes = w[1].sfn; a.global_scale_b1 = w[1].with_gs ? (const float *)dG[1].p : NULL;
   a.c0 = cn[0] ? dC[0].p : NULL; a.ldc0 = ldc[0]; a.batch_stride_c0 = bsc[0];
   a.c1 = cn[1] ? dC[1].p : NULL; a.ldc1 = ldc[1]; a.batch_stride_c1 = bsc[1];
@@ -448,7 +497,28 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   kg_exec e = exec_for(how == RUN_FORCED ? v->name : NULL);
   int ok = 1, shown = 0, path = 0;
   dbuf dW_ = { NULL, NULL, 0 };
-  if (how != RUN_FORCED) {
+  if (pc) {
+    /* the dequantize path alone: refused without the workspace; with it, "dequantize + kg_dualgemm_*" */
+    size_t ws = 0;
+    const char *sel = NULL;
+    const int can = has_path_only(v, c->with_gs && v->format == KG_FP4_NVFP4);
+    const kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws), ss = kg_dualgemm_fp4_select(&a, &e, &sel);
+    const kg_status st0 = kg_dualgemm_fp4(&a, &e);
+    if (qs != (can ? KG_SUCCESS : KG_ERROR_NOT_SUPPORTED) || ss != qs || (can && ws == 0) ||
+        st0 != (can ? KG_ERROR_WORKSPACE_TOO_SMALL : KG_ERROR_NOT_SUPPORTED) ||
+        (can && strncmp(sel, DEQ_PREFIX "kg_dualgemm_" BACKEND_NAME "_", strlen(DEQ_PREFIX "kg_dualgemm_" BACKEND_NAME "_")))) {
+      printf("FAIL %s: size %s (%zu bytes), select %s (%s), without the workspace %s\n", what, kg_status_string(qs), ws,
+             kg_status_string(ss), sel ? sel : "-", kg_status_string(st0));
+      ok = 0;
+    }
+    if (!can || !ok) how = -1;   /* nothing to run or check */
+    else {
+      dW_ = up(NULL, ws);
+      e.workspace = dW_.p; e.workspace_size = ws;
+      path = 1;
+      *path_runs += 1;
+    }
+  } else if (how != RUN_FORCED) {
     /* without a workspace the in-kernel variant; with one the dequantize path where the size is > 0:
     ** on a GPU exactly for aligned bf16 cases whose op and stores kg_dualgemm's tensor-core variants
     ** have (f16 only for NVFP4 without global scales); never on the C backend */
@@ -488,7 +558,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     }
     *path_runs += path;
   }
-  kg_status st = kg_dualgemm_fp4(&a, &e);
+  kg_status st = how < 0 ? KG_SUCCESS : kg_dualgemm_fp4(&a, &e);
   dev_sync();
   if (st != KG_SUCCESS) { printf("FAIL %s: %s\n", what, kg_status_string(st)); ok = 0; }
   if (dW_.base) {   /* the path writes inside the workspace only */
@@ -514,7 +584,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     SS[b] = xmalloc(sizeof(double) * (size_t)(m * n));
     SABS[b] = xmalloc(sizeof(double) * (size_t)(m * n));
   }
-  for (int64_t z = 0; ok && z < batch; z++) {
+  for (int64_t z = 0; ok && how >= 0 && z < batch; z++) {
     if (v->a_fp4) fop_decode(&fa, v, v->layout_a, m, k, z, AV);
     else
       for (int64_t i = 0; i < m; i++)
@@ -573,7 +643,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
       for (int q = 0; q < 3; q++)
         if (D[q][gi] != 0xFFFFu) { printf("FAIL %s: D%d batch gap written\n", what, q); ok = 0; break; }
   }
-  for (int q = 0; q < 2 && ok; q++)
+  for (int q = 0; q < 2 && ok && how >= 0; q++)
     if (!(q ? v->sd1 : v->sd0))
       for (size_t i = 0; i < dn / 2; i++)
         if (D[q][i] != 0xFFFFu) { printf("FAIL %s: D%d is not stored but was written\n", what, q); ok = 0; break; }
@@ -650,10 +720,10 @@ static int run_dual_statuses(const dvar *v) {
     if (st != KG_ERROR_MISALIGNED_OPERAND) { printf("FAIL %s: ldb0 %% 16 != 0 gave %s\n", v->name, kg_status_string(st)); ok = 0; }
     a.ldb0 = k / 2;
   }
-  a.mode = KG_MODE_SPLITK_SERIAL;
+  a.mode = KG_MODE_SPLITK_SERIAL; a.split_k_slices = 2;   /* the variant forced by name: the path only takes it */
   st = kg_dualgemm_fp4(&a, &e);
   if (st != KG_ERROR_NOT_SUPPORTED) { printf("FAIL %s: split-K gave %s\n", v->name, kg_status_string(st)); ok = 0; }
-  a.mode = KG_MODE_GEMM; a.k = k - 1;
+  a.mode = KG_MODE_GEMM; a.split_k_slices = 0; a.k = k - 1;
   st = kg_dualgemm_fp4(&a, &e);
   if (st != KG_ERROR_INVALID_PROBLEM) { printf("FAIL %s: odd k gave %s\n", v->name, kg_status_string(st)); ok = 0; }
   dev_sync();
@@ -1087,6 +1157,8 @@ int main(int argc, char **argv) {
         for (int c = 0; c < NPATH; c++)
           for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
             if (run_dual(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+        for (int c = 0; c < NPATH_ONLY; c++)
+          if (run_dual(&v, &PATH_ONLY_CASES[c].d, RUN_PATH_ONLY, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
         if (run_dual_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       }
       printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
