@@ -522,7 +522,9 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 ** - store_d0 / store_d1: D0 / D1 written; d0 (d1) must be non-NULL exactly
 **   when the flag is set (KG_ERROR_INVALID_ARGUMENT otherwise). D2 always.
 ** - C0 / C1 with ldc 0 add one bias row to every row; c0 (c1) may be NULL only
-**   when beta0 (beta1) == 0. A, C, D are row-major.
+**   when beta0 (beta1) == 0. A (W4A16) and C0, C1, D0, D1, D2 are row-major, or
+**   column-major with layout_a / layout_cd = KG_COL (then ldc 0 adds one bias
+**   column); FP4 A (W4A4) is row-major only (KG_ERROR_INVALID_ARGUMENT).
 ** - mode KG_MODE_GEMM (batch_count 1) or KG_MODE_BATCHED (batch_count
 **   1..65535): operand X of batch z starts at X + z*batch_stride_x (elements
 **   for 16-bit operands, bytes for FP4 ones; 0 shares X across batches, and
@@ -539,8 +541,8 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 **   non-zero batch stride, one per batch) with its scales for that one row
 **   (sf_b1_bytes = kg_sf_size(layout, 1, kv, G)): D1[i][j] = alpha1 *
 **   (A.w1)[i] + beta1 * C1[i][j] for every j, kg_dualgemm's broadcast column.
-** - Split-K with more than one slice and the broadcast W1 run on every backend
-**   through the dequantize path below (its workspace then also holds
+** - Split-K with more than one slice, the broadcast W1 and column-major A, C, D
+**   run on every backend through the dequantize path below (its workspace then also holds
 **   kg_dualgemm's split-K sums): without the size query's workspace they are
 **   KG_ERROR_WORKSPACE_TOO_SMALL, and NOT_SUPPORTED where the path is (f16
 **   activations with MXFP4 or NVFP4 global scales; no kg_dualgemm variant of
@@ -568,6 +570,7 @@ typedef struct kg_dualgemm_fp4_args {
   kg_fp4_format format;         /* of B0, B1 (and A when a_fp4) */
   kg_sf_layout sf_layout;       /* of sf_b0 and sf_b1 */
   kg_dual_op op;
+  kg_layout layout_a, layout_cd;   /* KG_ROW (0) or KG_COL: A (W4A16); C0, C1, D0, D1, D2 */
   int store_d0, store_d1;
   const void *a;  int64_t lda;  int64_t batch_stride_a;    /* elements (W4A4: bytes) */
   const void *b0; int64_t ldb0; int64_t batch_stride_b0;   /* bytes */

@@ -159,8 +159,8 @@ int kg__fp4_op(kg_op op) {
 typedef struct kg__fp4_mm {
   int64_t m, n, k, batch;    /* batch: problems in the grid (1 unless batched) */
   int batched, a_fp4, sf_layout_a, dual, dual_op, store_d0, store_d1;
-  int64_t slices;            /* serial split-K slices; above 1, and bcast_b1 (W1 a broadcast */
-  int bcast_b1;              /* vector), run on the dequantize path only */
+  int64_t slices;            /* serial split-K slices; above 1, bcast_b1 (W1 a broadcast vector) */
+  int bcast_b1, col;         /* and col (column-major A, C, D) run on the dequantize path only */
   const void *a; int64_t lda, bsa;
   int nb;                    /* weights: 1 (GEMM) or 2 (DualGemm) */
   const void *b[2]; int64_t ldb[2], bsb[2];
@@ -284,14 +284,14 @@ static kg_status kg__mm_scales(const char *name, int format, int layout, int64_t
 
 /* The A operand of both ops: W4A16 (dtype elements) or W4A4 (FP4 bytes + scales). */
 static kg_status kg__mm_a(int a_fp4, int format, int64_t m, int64_t k, int64_t kv, const void *sf_a, int sf_layout_a,
-                          size_t sf_a_bytes, const float *gs_a, int64_t lda, int64_t bsa, int64_t batch,
+                          size_t sf_a_bytes, const float *gs_a, int64_t lda, int64_t bsa, int64_t batch, int col,
                           kg__sink *sink) {
   kg_status st;
   if (a_fp4 != 0 && a_fp4 != 1) KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a_fp4 = %d (allowed: 0 W4A16, 1 W4A4)", a_fp4);
   if (!a_fp4) {
     if (sf_a || gs_a)
       KG__FAIL(KG_ERROR_INVALID_PROBLEM, "sf_a / global_scale_a are set but a_fp4 = 0 (A is not FP4)");
-    return kg__mm_operand("a", m, k, lda, bsa, batch, 0, 0, sink);
+    return kg__mm_operand("a", col ? k : m, col ? m : k, lda, bsa, batch, 0, 0, sink);
   }
   if (!kg__sf_layout_valid(sf_layout_a))
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown sf_layout_a %d (allowed: KG_SF_LINEAR, KG_SF_SWIZZLED_128X4, "
@@ -334,7 +334,7 @@ static kg_status kg__gemm_fp4_check(const kg_gemm_fp4_args *a, kg__fp4_key *key,
   if ((st = kg__check_aligned(al, KG__COUNT(al), sink))) return st;
   int64_t kv = kg_fp4_kv(a->format, a->k);
   if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
-                     a->lda, 0, 1, sink)))
+                     a->lda, 0, 1, 0, sink)))
     return st;
   if ((st = kg__mm_operand("b", a->n, a->k / 2, a->ldb, 0, 1, 0, 0, sink))) return st;
   if (a->c && (st = kg__mm_operand("c", a->m, a->n, a->ldc, 0, 1, 1, 0, sink))) return st;
@@ -370,6 +370,11 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   if ((st = kg__mm_common(a->dtype, a->format, a->sf_layout, a->m, a->n, a->k, sink))) return st;
   if (a->op != KG_DUAL_SWIGLU && a->op != KG_DUAL_GEGLU && a->op != KG_DUAL_MUL)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown op %d (allowed: KG_DUAL_SWIGLU, KG_DUAL_GEGLU, KG_DUAL_MUL)", (int)a->op);
+  if ((a->layout_a != KG_ROW && a->layout_a != KG_COL) || (a->layout_cd != KG_ROW && a->layout_cd != KG_COL))
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "unknown layout_a %d / layout_cd %d (allowed: KG_ROW, KG_COL)", (int)a->layout_a,
+             (int)a->layout_cd);
+  if (a->a_fp4 == 1 && a->layout_a != KG_ROW)
+    KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "layout_a KG_COL with a_fp4: FP4 A is packed along K (allowed: KG_ROW)");
   if (!a->a || !a->b0 || !a->b1 || !a->sf_b0 || !a->sf_b1 || !a->d2)
     KG__FAIL(KG_ERROR_INVALID_ARGUMENT, "a, b0, b1, sf_b0, sf_b1 and d2 must not be NULL");
   if (!!a->store_d0 != !!a->d0)
@@ -406,16 +411,18 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   const int64_t batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
   const int64_t kv = kg_fp4_kv(a->format, a->k);
   if ((st = kg__mm_a(a->a_fp4, a->format, a->m, a->k, kv, a->sf_a, a->sf_layout_a, a->sf_a_bytes, a->global_scale_a,
-                     a->lda, a->batch_stride_a, batch, sink)))
+                     a->lda, a->batch_stride_a, batch, a->layout_a == KG_COL, sink)))
     return st;
   if ((st = kg__mm_operand("b0", a->n, a->k / 2, a->ldb0, a->batch_stride_b0, batch, 0, 0, sink)) ||
       (st = kg__mm_operand("b1", bcast ? 1 : a->n, a->k / 2, a->ldb1, a->batch_stride_b1, batch, 1, 0, sink)))
     return st;
-  if (a->c0 && (st = kg__mm_operand("c0", a->m, a->n, a->ldc0, a->batch_stride_c0, batch, 1, 0, sink))) return st;
-  if (a->c1 && (st = kg__mm_operand("c1", a->m, a->n, a->ldc1, a->batch_stride_c1, batch, 1, 0, sink))) return st;
-  if (a->d0 && (st = kg__mm_operand("d0", a->m, a->n, a->ldd0, a->batch_stride_d0, batch, 0, 1, sink))) return st;
-  if (a->d1 && (st = kg__mm_operand("d1", a->m, a->n, a->ldd1, a->batch_stride_d1, batch, 0, 1, sink))) return st;
-  if ((st = kg__mm_operand("d2", a->m, a->n, a->ldd2, a->batch_stride_d2, batch, 0, 1, sink))) return st;
+  /* C and D: m x n in layout_cd (column-major: n columns of m; ld 0 then adds one bias column) */
+  const int64_t rcd = a->layout_cd == KG_COL ? a->n : a->m, ccd = a->layout_cd == KG_COL ? a->m : a->n;
+  if (a->c0 && (st = kg__mm_operand("c0", rcd, ccd, a->ldc0, a->batch_stride_c0, batch, 1, 0, sink))) return st;
+  if (a->c1 && (st = kg__mm_operand("c1", rcd, ccd, a->ldc1, a->batch_stride_c1, batch, 1, 0, sink))) return st;
+  if (a->d0 && (st = kg__mm_operand("d0", rcd, ccd, a->ldd0, a->batch_stride_d0, batch, 0, 1, sink))) return st;
+  if (a->d1 && (st = kg__mm_operand("d1", rcd, ccd, a->ldd1, a->batch_stride_d1, batch, 0, 1, sink))) return st;
+  if ((st = kg__mm_operand("d2", rcd, ccd, a->ldd2, a->batch_stride_d2, batch, 0, 1, sink))) return st;
   if ((st = kg__mm_scales("sf_b0", a->format, a->sf_layout, a->n, kv, batch > 1 && a->batch_stride_b0 != 0 ? batch : 1,
                           a->sf_b0_bytes, a->global_scale_b0, sink)) ||
       (st = kg__mm_scales("sf_b1", a->format, a->sf_layout, bcast ? 1 : a->n, kv,
@@ -432,6 +439,7 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   mm->m = a->m; mm->n = a->n; mm->k = a->k; mm->batch = batch; mm->batched = a->mode == KG_MODE_BATCHED;
   mm->slices = split ? a->split_k_slices : 1;
   mm->bcast_b1 = bcast;
+  mm->col = a->layout_a == KG_COL || a->layout_cd == KG_COL;
   mm->a_fp4 = a->a_fp4; mm->sf_layout_a = a->a_fp4 ? (int)a->sf_layout_a : -1;
   mm->dual = 1; mm->dual_op = a->op; mm->store_d0 = !!a->store_d0; mm->store_d1 = !!a->store_d1;
   mm->a = a->a; mm->lda = a->lda; mm->bsa = batch > 1 ? a->batch_stride_a : 0;
@@ -929,6 +937,7 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     const kg_dualgemm_fp4_args *a = (const kg_dualgemm_fp4_args *)args;
     const int64_t ldw = kg__round8(a->k), batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
     const int split = a->mode == KG_MODE_SPLITK_SERIAL && a->split_k_slices > 1, bcast = a->ldb1 == 0;
+    const int only = split || bcast || a->layout_a == KG_COL || a->layout_cd == KG_COL;
     const int64_t bsa = batch > 1 ? a->batch_stride_a : 0, bsb0 = batch > 1 ? a->batch_stride_b0 : 0,
                   bsb1 = batch > 1 ? a->batch_stride_b1 : 0;
     /* scale groups as kg.h defines them: one per batch for a non-zero stride */
@@ -950,7 +959,8 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     g->mode = split ? KG_MODE_SPLITK_SERIAL : b ? KG_MODE_BATCHED : KG_MODE_GEMM;
     g->m = a->m; g->n = a->n; g->k = a->k; g->batch_count = batch; g->split_k_slices = split ? a->split_k_slices : 1;
     g->type_ab = g->type_cd = a->dtype;
-    g->layout_a = KG_ROW; g->layout_b0 = KG_COL; g->layout_b1 = KG_COL; g->layout_cd = KG_ROW;
+    g->layout_a = a->a_fp4 ? KG_ROW : a->layout_a; g->layout_b0 = KG_COL; g->layout_b1 = KG_COL;
+    g->layout_cd = a->layout_cd;
     g->op = a->op; g->store_d0 = !!a->store_d0; g->store_d1 = !!a->store_d1;
     g->a = a->a_fp4 ? ad : a->a; g->lda = a->a_fp4 ? ldw : a->lda;
     g->batch_stride_a = a->a_fp4 ? (ga > 1 ? a->m * ldw : 0) : bsa;
@@ -964,7 +974,7 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     g->alpha0 = a->alpha0; g->beta0 = a->beta0; g->alpha1 = a->alpha1; g->beta1 = a->beta1;
     iex.variant = forced;
     st = kg_dualgemm_select(g, &iex, &name);
-    if ((st = kg__deq_inner(p, 1, st, name, forced, split || bcast, why, cap))) return st;
+    if ((st = kg__deq_inner(p, 1, st, name, forced, only, why, cap))) return st;
   }
   if (p->inner_bytes > 0) {   /* 16-byte aligned after the operands (each a multiple of 16 bytes) */
     size_t end;
@@ -1030,8 +1040,9 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
   ch->call.key.ws_query = query;
   const char *forced = exec->variant && strncmp(exec->variant, KG__DEQ_PREFIX, np) == 0 ? exec->variant + np : NULL;
   const kg__fp4_mm *mm = ch->call.key.mm;
-  const int only = mm->slices > 1 || mm->bcast_b1;   /* no in-kernel variant takes it */
-  const char *only_what = mm->slices > 1 ? "serial split-K" : "a broadcast W1 vector";
+  const int only = mm->slices > 1 || mm->bcast_b1 || mm->col;   /* no in-kernel variant takes it */
+  const char *only_what = mm->slices > 1 ? "serial split-K" : mm->bcast_b1 ? "a broadcast W1 vector"
+                                                                           : "column-major A, C or D";
   if (only && !forced) {
     if (exec->variant) {
       kg__say(sink, "%s: rejected: %s runs on the dequantize path only (\"%s<kg_dualgemm variant>\")\n",

@@ -86,17 +86,18 @@ typedef struct fcase {
   float alpha0, beta0, alpha1, beta1;
   int64_t slices;           /* > 0: KG_MODE_SPLITK_SERIAL with these slices (batch 0) */
   int bcast;                /* W1 a broadcast vector (ldb1 0): one row per scale group */
+  int col_a, col_cd;        /* column-major A (W4A16) / C and D */
 } fcase;
 
 static const fcase CASES[] = {
-  { "1x1x2", 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 },
-  { "3x7x30 C", 3, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0.75f, -0.5f, 1.25f, 0.5f, 0, 0 },
-  { "17x130x200 bias, no gs", 17, 130, 200, 0, 0, CN_BIAS, CN_NONE, 0, 1.0f, 1.0f, -0.5f, 0.0f, 0, 0 },
-  { "70x300x64 c1 only", 70, 300, 64, 0, 0, CN_NONE, CN_FULL, 1, 0.5f, 0.0f, 1.0f, -1.0f, 0, 0 },
-  { "5x9x546 x3 batched", 5, 9, 546, 3, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.25f, 0.75f, 1.0f, 0, 0 },
-  { "9x20x96 x4 shared A, W1", 9, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 1.5f, 0.0f, 1.0f, 0.5f, 0, 0 },
-  { "2x33x64 x2 shared W0", 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 0 },
-  { "1x300x200 x2 batched", 1, 300, 200, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.25f, 0.0f, 0, 0 },
+  { "1x1x2", 1, 1, 2, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0, 0, 0 },
+  { "3x7x30 C", 3, 7, 30, 0, 0, CN_FULL, CN_FULL, 1, 0.75f, -0.5f, 1.25f, 0.5f, 0, 0, 0, 0 },
+  { "17x130x200 bias, no gs", 17, 130, 200, 0, 0, CN_BIAS, CN_NONE, 0, 1.0f, 1.0f, -0.5f, 0.0f, 0, 0, 0, 0 },
+  { "70x300x64 c1 only", 70, 300, 64, 0, 0, CN_NONE, CN_FULL, 1, 0.5f, 0.0f, 1.0f, -1.0f, 0, 0, 0, 0 },
+  { "5x9x546 x3 batched", 5, 9, 546, 3, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.25f, 0.75f, 1.0f, 0, 0, 0, 0 },
+  { "9x20x96 x4 shared A, W1", 9, 20, 96, 4, SH_A | SH_B1, CN_NONE, CN_FULL, 1, 1.5f, 0.0f, 1.0f, 0.5f, 0, 0, 0, 0 },
+  { "2x33x64 x2 shared W0", 2, 33, 64, 2, SH_B0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 0, 0, 0 },
+  { "1x300x200 x2 batched", 1, 300, 200, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.25f, 0.0f, 0, 0, 0, 0 },
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
@@ -170,9 +171,10 @@ static fprob make_fprob(const fvar *v, const fcase *c, uint64_t seed) {
     a->sf_a = fill_scales(&rng, v->format, nv, v->layout_a, m, p.kv, p.ga, &a->sf_a_bytes);
     a->global_scale_a = fill_gs(p.gsa, p.ga, nv, 3.5f);
   } else {
-    a->lda = k + 3;
-    a->batch_stride_a = (c->shared & SH_A) ? 0 : m * a->lda + 2;
-    int64_t na = p.ga * (m * a->lda + 2);
+    a->layout_a = c->col_a ? KG_COL : KG_ROW;
+    a->lda = (c->col_a ? m : k) + 3;
+    a->batch_stride_a = (c->shared & SH_A) ? 0 : (c->col_a ? k : m) * a->lda + 2;
+    int64_t na = p.ga * ((c->col_a ? k : m) * a->lda + 2);
     void *A = tu_alloc((size_t)na * 2);
     for (int64_t i = 0; i < na; i++) tu_set(A, t, i, tu_rng_uniform(&rng) * 4.0 - 2.0);
     a->a = A;
@@ -192,10 +194,13 @@ static fprob make_fprob(const fvar *v, const fcase *c, uint64_t seed) {
   a->sf_b1 = fill_scales(&rng, v->format, nv, v->layout, n1, p.kv, p.g1, &a->sf_b1_bytes);
   a->global_scale_b0 = fill_gs(p.gs0, p.g0, nv, 5.5f);
   a->global_scale_b1 = fill_gs(p.gs1, p.g1, nv, 2.25f);
-  /* C0, C1 */
+  /* C0, C1: m x n in layout_cd (column-major: n columns of m; a bias column) */
+  const int col = c->col_cd;
+  const int64_t outer = col ? n : m, inner = col ? m : n;
+  a->layout_cd = col ? KG_COL : KG_ROW;
   const int cm[2] = { c->c0, c->c1 };
   for (int i = 0; i < 2; i++) {
-    int64_t ld = cm[i] == CN_BIAS ? 0 : n + 1, bs = cm[i] == CN_BIAS ? n : m * (n + 1);
+    int64_t ld = cm[i] == CN_BIAS ? 0 : inner + 1, bs = cm[i] == CN_BIAS ? inner : outer * (inner + 1);
     void *C = NULL;
     if (cm[i] != CN_NONE) {
       C = tu_alloc((size_t)(p.batch * bs) * 2);
@@ -206,8 +211,8 @@ static fprob make_fprob(const fvar *v, const fcase *c, uint64_t seed) {
   }
   a->alpha0 = c->alpha0; a->beta0 = c->c0 != CN_NONE ? c->beta0 : 0.0f;
   a->alpha1 = c->alpha1; a->beta1 = c->c1 != CN_NONE ? c->beta1 : 0.0f;
-  /* D0, D1, D2: ld n + 2, batch gap 3, poisoned */
-  const int64_t ldd = n + 2, bsd = m * ldd + 3;
+  /* D0, D1, D2: ld (n or m) + 2, batch gap 3, poisoned */
+  const int64_t ldd = inner + 2, bsd = outer * ldd + 3;
   p.dsz = (size_t)(p.batch * bsd);
   a->ldd0 = a->ldd1 = a->ldd2 = ldd;
   a->batch_stride_d0 = a->batch_stride_d1 = a->batch_stride_d2 = bsd;
@@ -248,11 +253,13 @@ static double check_fprob(const fprob *p, const char *what) {
   W[1] = malloc(sizeof(double) * (size_t)(n * k));
   for (int64_t z = 0; z < p->batch; z++) {
     int64_t zg = a->batch_stride_a != 0 ? z : 0;
+    const int col_a = a->layout_a == KG_COL, col = a->layout_cd == KG_COL;
     for (int64_t i = 0; i < m; i++)
       for (int64_t kk = 0; kk < k; kk++)
         A[i * k + kk] = a->a_fp4 ? deq(p, a->a, a->lda, a->batch_stride_a, a->sf_a, a->sf_layout_a, m, z, i, kk,
                                        p->gsa[zg])
-                                 : tu_get(a->a, t, (a->batch_stride_a ? z * a->batch_stride_a : 0) + i * a->lda + kk);
+                                 : tu_get(a->a, t, (a->batch_stride_a ? z * a->batch_stride_a : 0) +
+                                                       (col_a ? kk * a->lda + i : i * a->lda + kk));
     for (int64_t j = 0; j < n; j++)
       for (int64_t kk = 0; kk < k; kk++) {
         W[0][j * k + kk] = deq(p, a->b0, a->ldb0, a->batch_stride_b0, a->sf_b0, a->sf_layout, n, z, j, kk,
@@ -260,10 +267,12 @@ static double check_fprob(const fprob *p, const char *what) {
         W[1][j * k + kk] = deq(p, a->b1, a->ldb1, a->batch_stride_b1, a->sf_b1, a->sf_layout, a->ldb1 ? n : 1, z,
                                a->ldb1 ? j : 0, kk, p->gs1[a->batch_stride_b1 ? z : 0]);
       }
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < a->ldd2; j++) {
-        const int64_t di = z * a->batch_stride_d2 + i * a->ldd2 + j;
-        if (j >= n) {
+    /* D in layout_cd: outer index o (rows, or columns), inner e up to ld; e past m or n is a gap */
+    const int64_t outer = col ? n : m, inner = col ? m : n;
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t e = 0; e < a->ldd2; e++) {
+        const int64_t i = col ? e : o, j = col ? o : e, di = z * a->batch_stride_d2 + o * a->ldd2 + e;
+        if (e >= inner) {
           ck_assert_msg(tu_is_poison(a->d2, t, di), "%s: D2 gap (%lld, %lld) written", what, (long long)i, (long long)j);
           if (a->d0) ck_assert_msg(tu_is_poison(a->d0, t, di), "%s: D0 gap written", what);
           if (a->d1) ck_assert_msg(tu_is_poison(a->d1, t, di), "%s: D1 gap written", what);
@@ -279,7 +288,7 @@ static double check_fprob(const fprob *p, const char *what) {
           const void *C = b ? a->c1 : a->c0;
           const double alpha = b ? a->alpha1 : a->alpha0, beta = b ? a->beta1 : a->beta0;
           const int64_t ldc = b ? a->ldc1 : a->ldc0, bsc = b ? a->batch_stride_c1 : a->batch_stride_c0;
-          double cterm = C && beta != 0.0 ? beta * tu_get(C, t, z * bsc + i * ldc + j) : 0.0;
+          double cterm = C && beta != 0.0 ? beta * tu_get(C, t, z * bsc + (col ? j * ldc + i : i * ldc + j)) : 0.0;
           x[b] = alpha * s + cterm;
           xr[b] = tu_round(t, x[b]);
           tol[b] = 2.0 * u * fabs(x[b]) + ((double)(k + 4) * ldexp(1.0, -23) + p->wround) * fabs(alpha) * abs +
@@ -309,7 +318,7 @@ static double check_fprob(const fprob *p, const char *what) {
         }
       }
     /* the gap after each batch */
-    for (int64_t gi = m * a->ldd2; z + 1 < p->batch && gi < a->batch_stride_d2; gi++)
+    for (int64_t gi = outer * a->ldd2; z + 1 < p->batch && gi < a->batch_stride_d2; gi++)
       ck_assert_msg(tu_is_poison(a->d2, t, z * a->batch_stride_d2 + gi), "%s: D2 batch gap written", what);
   }
   free(A); free(W[0]); free(W[1]);
@@ -356,7 +365,7 @@ END_TEST
 START_TEST(test_exact_mul) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_mul_d0d1d2_sf128x4", &v));
-  fcase c = { "exact", 6, 10, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 };
+  fcase c = { "exact", 6, 10, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0, 0, 0 };
   fprob p = make_fprob(&v, &c, 99);
   uint8_t *S0 = (uint8_t *)p.a.sf_b0, *S1 = (uint8_t *)p.a.sf_b1;
   for (int64_t r = 0; r < 10; r++)
@@ -400,13 +409,16 @@ static void expect(const kg_dualgemm_fp4_args *a, kg_status want, const char *wh
 ** the C backend too, with the size query's workspace. Same reference and tolerances, plus the
 ** weights' (and W4A4 A's) one rounding to the activation type where NVFP4 global scales make it. */
 static const fcase PATH_CASES[] = {
-  { "7x40x200 split 3", 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 0.75f, 0.5f, 1.25f, 0.0f, 3, 0 },
-  { "5x33x96 split 96 (one k a slice)", 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1.0f, 0.0f, 1.0f, -0.5f, 96, 0 },
-  { "9x20x130 split 1", 9, 20, 130, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 1, 0 },
-  { "3x21x64 broadcast W1", 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1.0f, 0.0f, 0.5f, 1.0f, 0, 1 },
-  { "4x24x128 x3 broadcast W1 per batch", 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 1 },
-  { "2x16x64 x2 broadcast W1 shared", 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 1 },
-  { "6x50x130 split 4, broadcast W1", 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1.0f, 0.25f, 1.5f, -0.5f, 4, 1 },
+  { "7x40x200 split 3", 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 0.75f, 0.5f, 1.25f, 0.0f, 3, 0, 0, 0 },
+  { "5x33x96 split 96 (one k a slice)", 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1.0f, 0.0f, 1.0f, -0.5f, 96, 0, 0, 0 },
+  { "9x20x130 split 1", 9, 20, 130, 0, 0, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 1, 0, 0, 0 },
+  { "3x21x64 broadcast W1", 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1.0f, 0.0f, 0.5f, 1.0f, 0, 1, 0, 0 },
+  { "4x24x128 x3 broadcast W1 per batch", 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1.0f, -1.0f, 1.0f, 0.0f, 0, 1, 0, 0 },
+  { "2x16x64 x2 broadcast W1 shared", 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1.0f, 0.0f, 1.0f, 0.0f, 0, 1, 0, 0 },
+  { "6x50x130 split 4, broadcast W1", 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1.0f, 0.25f, 1.5f, -0.5f, 4, 1, 0, 0 },
+  { "9x30x96 column-major A", 9, 30, 96, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f, 0, 0, 1, 0 },
+  { "7x20x64 x2 column-major C, D", 7, 20, 64, 2, 0, CN_BIAS, CN_FULL, 1, 1.0f, -1.0f, 0.5f, 1.0f, 0, 0, 0, 1 },
+  { "5x17x130 column-major A, C, D, split 2", 5, 17, 130, 0, 0, CN_FULL, CN_BIAS, 1, 1.0f, 0.5f, 1.0f, 1.0f, 2, 0, 1, 1 },
 };
 
 START_TEST(test_path_splitk_broadcast) {
@@ -434,7 +446,7 @@ START_TEST(test_path_splitk_broadcast) {
       ck_assert_msg(sst == qst, "%s: select %s, size query %s", what, kg_status_string(sst), kg_status_string(qst));
       /* the path: exact weights in the activation type, or bf16 with one rounding; and a kg_dualgemm
       ** variant of the op and stores (the C specs build swiglu with D2 only) */
-      const int path = fc->slices > 1 || fc->bcast;
+      const int path = fc->slices > 1 || fc->bcast || p.a.layout_a == KG_COL || p.a.layout_cd == KG_COL;
       const int want_ok = !path || (!(v.dtype == KG_F16 && (v.format == KG_FP4_MXFP4 || gs)) &&
                                     !(v.op == KG_DUAL_SWIGLU && v.sd0));
       if (!want_ok) {
@@ -455,9 +467,10 @@ START_TEST(test_path_splitk_broadcast) {
         if (fc->slices > 1) ck_assert_msg(ws > (size_t)(2 * fc->m * fc->n * 4), "%s: workspace %zu", what, ws);
         char why[4096];
         ck_assert_int_eq(kg_explain(KG_OP_DUALGEMM_FP4, &p.a, &e, why, sizeof why), KG_ERROR_WORKSPACE_TOO_SMALL);
-        ck_assert_msg(strstr(why, fc->slices > 1 ? "serial split-K: the in-kernel FP4 variants do not take it"
-                                                 : "a broadcast W1 vector: the in-kernel FP4 variants do not take it"),
-                      "%s", why);
+        const char *form = fc->slices > 1 ? "serial split-K" : fc->bcast ? "a broadcast W1 vector" : "column-major A, C or D";
+        char want[96];
+        snprintf(want, sizeof want, "%s: the in-kernel FP4 variants do not take it", form);
+        ck_assert_msg(strstr(why, want), "%s", why);
         /* without it, or with one byte less: refused, nothing written */
         ck_assert_int_eq(kg_dualgemm_fp4(&p.a, &e), KG_ERROR_WORKSPACE_TOO_SMALL);
         e.workspace = tu_alloc(ws + 16);
@@ -479,14 +492,16 @@ START_TEST(test_path_splitk_broadcast) {
       ran++;
     }
   }
-  ck_assert_int_eq(ran, 24);   /* 6 x 7 less the 3 x 6 path cases above that are NOT_SUPPORTED */
+  /* 6 names x 10 cases; NOT_SUPPORTED: the 9 path cases of the two f16 names, and the 8 of the W4A4 swiglu
+  ** d0d1d2 name (no such kg_dualgemm variant; its FP4 A stays row-major, so "column-major A" runs in-kernel) */
+  ck_assert_int_eq(ran, 60 - 9 - 9 - 8);
 }
 END_TEST
 
 START_TEST(test_validation_statuses) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4", &v));
-  fcase c = { "val", 3, 20, 64, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 1.0f, 1.0f, 0.0f, 0, 0 };
+  fcase c = { "val", 3, 20, 64, 2, 0, CN_FULL, CN_NONE, 1, 1.0f, 1.0f, 1.0f, 0.0f, 0, 0, 0, 0 };
   fprob p = make_fprob(&v, &c, 5);
   kg_dualgemm_fp4_args a;
   expect(&p.a, KG_SUCCESS, "valid batched");
@@ -519,6 +534,16 @@ START_TEST(test_validation_statuses) {
   a = p.a; a.ldb1 = 0; expect(&a, KG_ERROR_WORKSPACE_TOO_SMALL, "broadcast W1 without the workspace");
   a.sf_b1_bytes += 512; expect(&a, KG_ERROR_INVALID_PROBLEM, "broadcast W1 with scales for 129 .. 256 rows");
   a = p.a; a.ldb0 = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldb0 = 0 (W0 is a matrix)");
+  a = p.a; a.layout_cd = (kg_layout)2; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown layout_cd");
+  a = p.a; a.layout_a = KG_COL; a.lda = 2; expect(&a, KG_ERROR_INVALID_ARGUMENT, "column-major A: lda < m");
+  /* column-major D: ldd 22 >= m, but a batch (20 columns of 22) passes the batch stride 69 */
+  a = p.a; a.layout_cd = KG_COL; expect(&a, KG_ERROR_INVALID_PROBLEM, "column-major D batches overlap");
+  {
+    char buf[2048];
+    a = p.a; a.a_fp4 = 1; a.layout_a = KG_COL; expect(&a, KG_ERROR_INVALID_ARGUMENT, "column-major FP4 A");
+    kg_explain(KG_OP_DUALGEMM_FP4, &a, &(kg_exec){ 0 }, buf, sizeof buf);
+    ck_assert_msg(strstr(buf, "FP4 A is packed along K"), "%s", buf);
+  }
   a = p.a; a.ldd2 = 19; expect(&a, KG_ERROR_INVALID_ARGUMENT, "ldd2 < n");
   a = p.a; a.batch_stride_d2 = 5; expect(&a, KG_ERROR_INVALID_PROBLEM, "D2 batches overlap");
   a = p.a; a.batch_stride_a = -1; expect(&a, KG_ERROR_INVALID_ARGUMENT, "negative batch stride");
@@ -558,7 +583,7 @@ END_TEST
 START_TEST(test_dispatch_and_explain) {
   fvar v;
   ck_assert(parse_fvar("kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear", &v));
-  fcase c = { "explain", 40, 20, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0 };
+  fcase c = { "explain", 40, 20, 64, 0, 0, CN_NONE, CN_NONE, 0, 1.0f, 0.0f, 1.0f, 0.0f, 0, 0, 0, 0 };
   fprob p = make_fprob(&v, &c, 11);
   kg_exec e = tu_exec_c();
   static char buf[65536];   /* messages below name the missing line, not the whole text */
@@ -595,8 +620,8 @@ END_TEST
 ** written, and the size query checks its arguments and exec first. */
 START_TEST(test_workspace_contract) {
   static const fcase WCASES[] = {
-    { "12x20x64", 12, 20, 64, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f, 0, 0 },
-    { "70x40x96 x3 batched, shared W1", 70, 40, 96, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0.75f, 1.0f, 1.25f, -0.5f, 0, 0 },
+    { "12x20x64", 12, 20, 64, 0, 0, CN_FULL, CN_NONE, 1, 1.0f, 0.5f, 1.0f, 0.0f, 0, 0, 0, 0 },
+    { "70x40x96 x3 batched, shared W1", 70, 40, 96, 3, SH_B1, CN_BIAS, CN_FULL, 1, 0.75f, 1.0f, 1.25f, -0.5f, 0, 0, 0, 0 },
   };
   const char *const NAMES[] = { "kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4",
                                 "kg_fp4dualgemm_c_blocked_mxfp4_bf16_swiglu_d2_sf128x4_afp4_sfa8x4" };

@@ -159,18 +159,23 @@ static void fuzz_dual(void) {
   a.a_fp4 = coin(25);
   a.sf_layout_a = coin(3) ? (kg_sf_layout)pick(-2, 5) : LAYS[rnd() % 3];
   const int64_t kb = hup(a.k);
-  a.lda = maybe_evil(sadd(a.a_fp4 ? kb : a.k, coin(30) ? pick(-2, 9) : 0), 3);
+  /* column-major A (W4A16) and C / D now and then, and unknown layouts */
+  a.layout_a = coin(3) ? (kg_layout)pick(-1, 3) : coin(15) ? KG_COL : KG_ROW;
+  a.layout_cd = coin(3) ? (kg_layout)pick(-1, 3) : coin(15) ? KG_COL : KG_ROW;
+  const int ca = a.layout_a == KG_COL && !a.a_fp4, cc = a.layout_cd == KG_COL;
+  const int64_t mo = cc ? a.n : a.m, mi = cc ? a.m : a.n;   /* C / D: outer, inner extents */
+  a.lda = maybe_evil(sadd(a.a_fp4 ? kb : ca ? a.m : a.k, coin(30) ? pick(-2, 9) : 0), 3);
   a.ldb0 = maybe_evil(sadd(kb, coin(30) ? pick(-2, 9) : 0), 3);
   a.ldb1 = coin(20) ? 0 : maybe_evil(sadd(kb, coin(30) ? pick(-2, 9) : 0), 3);   /* 0: a broadcast W1 row */
-  a.ldc0 = maybe_evil(coin(15) ? 0 : sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
-  a.ldc1 = maybe_evil(coin(15) ? 0 : sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
-  a.ldd0 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
-  a.ldd1 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
-  a.ldd2 = maybe_evil(sadd(a.n, coin(30) ? pick(-2, 5) : 0), 3);
-  const int64_t ea = a.a_fp4 ? span(a.m, kb, a.lda) : span(a.m, a.k, a.lda);
+  a.ldc0 = maybe_evil(coin(15) ? 0 : sadd(mi, coin(30) ? pick(-2, 5) : 0), 3);
+  a.ldc1 = maybe_evil(coin(15) ? 0 : sadd(mi, coin(30) ? pick(-2, 5) : 0), 3);
+  a.ldd0 = maybe_evil(sadd(mi, coin(30) ? pick(-2, 5) : 0), 3);
+  a.ldd1 = maybe_evil(sadd(mi, coin(30) ? pick(-2, 5) : 0), 3);
+  a.ldd2 = maybe_evil(sadd(mi, coin(30) ? pick(-2, 5) : 0), 3);
+  const int64_t ea = a.a_fp4 ? span(a.m, kb, a.lda) : ca ? span(a.k, a.m, a.lda) : span(a.m, a.k, a.lda);
   const int64_t eb0 = span(a.n, kb, a.ldb0), eb1 = a.ldb1 == 0 ? kb : span(a.n, kb, a.ldb1);
-  const int64_t ec0 = a.ldc0 == 0 ? a.n : span(a.m, a.n, a.ldc0), ec1 = a.ldc1 == 0 ? a.n : span(a.m, a.n, a.ldc1);
-  const int64_t ed0 = span(a.m, a.n, a.ldd0), ed1 = span(a.m, a.n, a.ldd1), ed2 = span(a.m, a.n, a.ldd2);
+  const int64_t ec0 = a.ldc0 == 0 ? mi : span(mo, mi, a.ldc0), ec1 = a.ldc1 == 0 ? mi : span(mo, mi, a.ldc1);
+  const int64_t ed0 = span(mo, mi, a.ldd0), ed1 = span(mo, mi, a.ldd1), ed2 = span(mo, mi, a.ldd2);
   /* batch strides: usually the extent (or 0 for shared inputs), sometimes anything */
 #define BS(e, shareable) (coin(10) ? maybe_evil(pick(0, 200), 20) : (shareable) && coin(30) ? 0 : (e))
   a.batch_stride_a = BS(ea, 1); a.batch_stride_b0 = BS(eb0, 1); a.batch_stride_b1 = BS(eb1, 1);
@@ -207,13 +212,15 @@ static void fuzz_dual(void) {
   kg_exec e = tu_exec_c();
   char desc[640];
   snprintf(desc, sizeof desc, "dual mode %d bc %lld m %lld n %lld k %lld lda %lld ldb %lld/%lld ldc %lld/%lld ldd %lld/%lld/%lld "
-           "bs a %lld b %lld/%lld c %lld/%lld d %lld/%lld/%lld fmt %d lay %d dt %d op %d st %d%d a_fp4 %d sf %zu/%zu/%zu",
+           "bs a %lld b %lld/%lld c %lld/%lld d %lld/%lld/%lld fmt %d lay %d dt %d op %d st %d%d a_fp4 %d sf %zu/%zu/%zu "
+           "split %lld layout a %d cd %d",
            (int)a.mode, (long long)a.batch_count, (long long)a.m, (long long)a.n, (long long)a.k, (long long)a.lda,
            (long long)a.ldb0, (long long)a.ldb1, (long long)a.ldc0, (long long)a.ldc1, (long long)a.ldd0,
            (long long)a.ldd1, (long long)a.ldd2, (long long)a.batch_stride_a, (long long)a.batch_stride_b0,
            (long long)a.batch_stride_b1, (long long)a.batch_stride_c0, (long long)a.batch_stride_c1,
            (long long)a.batch_stride_d0, (long long)a.batch_stride_d1, (long long)a.batch_stride_d2, (int)a.format,
-           (int)a.sf_layout, (int)a.dtype, (int)a.op, a.store_d0, a.store_d1, a.a_fp4, s0, s1, sa);
+           (int)a.sf_layout, (int)a.dtype, (int)a.op, a.store_d0, a.store_d1, a.a_fp4, s0, s1, sa,
+           (long long)a.split_k_slices, (int)a.layout_a, (int)a.layout_cd);
   /* batch counts above 8 get buffers for one batch: accepting them is a finding unless rejected */
   const int many = a.mode == KG_MODE_BATCHED && a.batch_count > 8;
   size_t ws = 0;

@@ -256,14 +256,17 @@ static const dcase SPLIT_CASES[] = {
 /* Serial split-K and the broadcast W1 vector (ldb1 0: one row per scale group), which only the
 ** dequantize path takes (kg_dualgemm's split-K mode and ldb1 = 0 column on the dequantized weights),
 ** on every backend: by dispatch with the size query's workspace (RUN_PATH_ONLY). Slices up to k (one
-** k a slice), ragged k, bias rows, a broadcast W1 per batch and a shared one, both at once, and a
-** larger split (m 300, n 1000, k 4096 in 5 slices). */
-typedef struct pcase { dcase d; int64_t slices; int bcast; } pcase;
+** k a slice), ragged k, bias rows, a broadcast W1 per batch and a shared one, both at once, a
+** larger split (m 300, n 1000, k 4096 in 5 slices), and column-major A (W4A16) and C / D (bias
+** columns), with split-K too. */
+typedef struct pcase { dcase d; int64_t slices; int bcast, col_a, col_cd; } pcase;
 static const pcase PATH_ONLY_CASES[] = {
-  { { 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 1 }, 3, 0 },   { { 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1 }, 96, 0 },
-  { { 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 0, 1 },    { { 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1 }, 0, 1 },
-  { { 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1 }, 0, 1 }, { { 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1 }, 4, 1 },
-  { { 300, 1000, 4096, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 5, 0 },
+  { { 7, 40, 200, 0, 0, CN_FULL, CN_NONE, 1, 1 }, 3, 0, 0, 0 },   { { 5, 33, 96, 0, 0, CN_NONE, CN_BIAS, 1, 1 }, 96, 0, 0, 0 },
+  { { 3, 21, 64, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 0, 1, 0, 0 },    { { 4, 24, 128, 3, 0, CN_BIAS, CN_NONE, 1, 1 }, 0, 1, 0, 0 },
+  { { 2, 16, 64, 2, SH_B1, CN_NONE, CN_NONE, 1, 1 }, 0, 1, 0, 0 }, { { 6, 50, 130, 0, 0, CN_FULL, CN_FULL, 1, 1 }, 4, 1, 0, 0 },
+  { { 300, 1000, 4096, 0, 0, CN_NONE, CN_FULL, 1, 1 }, 5, 0, 0, 0 },
+  { { 9, 30, 96, 0, 0, CN_FULL, CN_NONE, 1, 1 }, 0, 0, 1, 0 }, { { 7, 20, 64, 2, 0, CN_BIAS, CN_FULL, 1, 0 }, 0, 0, 0, 1 },
+  { { 130, 300, 544, 0, 0, CN_FULL, CN_BIAS, 1, 1 }, 2, 0, 1, 1 },
 };
 #define NPATH_ONLY ((int)(sizeof PATH_ONLY_CASES / sizeof PATH_ONLY_CASES[0]))
 /* Two launches (132 SMs): a whole round of 132 tiles of 128 x 64, then the last 32 tiles in 4 splits
@@ -301,9 +304,10 @@ static int has_tensorop(const dvar *v) {
 
 /* Whether the dequantize path can run v's key for split-K and a broadcast W1 (kg.h): the dequantized
 ** operands exact, or bf16 with one rounding (not f16 with MXFP4 or with NVFP4 global scales: with_gs),
-** and some kg_dualgemm variant of this backend for v's dtype, op and stores with A row-major, B0 and B1
-** column-major (layout letters r / c or x: any), name kg_dualgemm_<backend>_<kernel>_<dtype>_<op>_<layouts>_<stores>_*. */
-static int has_path_only(const dvar *v, int with_gs) {
+** and some kg_dualgemm variant of this backend for v's dtype, op and stores with A (col_a: column-)
+** row-major, B0 and B1 column-major, C / D (col_cd: column-) row-major (layout letters r / c or x:
+** any), name kg_dualgemm_<backend>_<kernel>_<dtype>_<op>_<layouts>_<stores>_*. */
+static int has_path_only(const dvar *v, int with_gs, int col_a, int col_cd) {
   static const char *const OPS[] = { "swiglu", "geglu", "mul" };
   if (!v->bf && (v->format == KG_FP4_MXFP4 || with_gs)) return 0;
   char pre[64], mid[48];
@@ -313,7 +317,8 @@ static int has_path_only(const dvar *v, int with_gs) {
     const char *name = kg_variant_name(i), *p = strstr(name, mid);
     if (strncmp(name, pre, strlen(pre)) != 0 || !p) continue;
     const char *lay = p + strlen(mid), *st = lay + 5;
-    if (strlen(lay) < 5 || lay[4] != '_' || !strchr("rx", lay[0]) || !strchr("cx", lay[1]) || !strchr("cx", lay[2]))
+    if (strlen(lay) < 5 || lay[4] != '_' || !strchr(col_a ? "cx" : "rx", lay[0]) || !strchr("cx", lay[1]) ||
+        !strchr("cx", lay[2]) || !strchr(col_cd ? "cx" : "rx", lay[3]))
       continue;
     char stores[16];
     snprintf(stores, sizeof stores, "%s%sd2_", v->sd0 ? "d0" : "", v->sd1 ? "d1" : "");
@@ -416,6 +421,8 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   /* RUN_PATH_ONLY: c is the dcase of a pcase (its first member) */
   const pcase *pc = how == RUN_PATH_ONLY ? (const pcase *)c : NULL;
   const int64_t slices = pc ? pc->slices : 0, bcast = pc ? pc->bcast : 0;
+  /* column-major A (W4A16) / C and D: outer index over columns, inner over rows */
+  const int col_a = pc && pc->col_a && !v->a_fp4, col = pc && pc->col_cd;
   const int64_t m = c->m, n = c->n, k = c->k, batch = c->batch ? c->batch : 1;
   const int bf = v->bf;
   char what[200];
@@ -438,9 +445,10 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     make_fop(&fa, v, m, (k / 2 + 16 + 15) / 16 * 16, batch, !!(c->shared & SH_A), c->with_gs, 3.5f);
     fill_sf(&fa, v, v->layout_a, k, 0);
   } else {
-    a.lda = (k + 8 + 7) / 8 * 8;
-    a.batch_stride_a = (c->shared & SH_A) ? 0 : m * a.lda + 8;
-    na = ga * (m * a.lda + 8);
+    a.layout_a = col_a ? KG_COL : KG_ROW;
+    a.lda = ((col_a ? m : k) + 8 + 7) / 8 * 8;
+    a.batch_stride_a = (c->shared & SH_A) ? 0 : (col_a ? k : m) * a.lda + 8;
+    na = ga * ((col_a ? k : m) * a.lda + 8);
     A16 = xmalloc((size_t)na * 2);
     for (int64_t i = 0; i < na; i++) A16[i] = to16(uni() * 4.0 - 2.0, bf);
   }
@@ -457,9 +465,11 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
   const int cm[2] = { c->c0, c->c1 };
   uint16_t *C[2] = { NULL, NULL };
   int64_t ldc[2], bsc[2], cn[2];
+  const int64_t outer = col ? n : m, inner = col ? m : n;
+  a.layout_cd = col ? KG_COL : KG_ROW;
   for (int i = 0; i < 2; i++) {
-    ldc[i] = cm[i] == CN_BIAS ? 0 : c->al ? round8(n) + 8 : n + 1;
-    bsc[i] = cm[i] == CN_BIAS ? (c->al ? round8(n) + 8 : n) : m * (c->al ? round8(n) + 8 : n + 1);
+    ldc[i] = cm[i] == CN_BIAS ? 0 : c->al ? round8(inner) + 8 : inner + 1;
+    bsc[i] = cm[i] == CN_BIAS ? (c->al ? round8(inner) + 8 : inner) : outer * (c->al ? round8(inner) + 8 : inner + 1);
     cn[i] = cm[i] == CN_NONE ? 0 : batch * bsc[i];
     if (cn[i]) {
       C[i] = xmalloc((size_t)cn[i] * 2);
@@ -467,7 +477,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     }
   }
   const float alpha[2] = { 1.25f, 0.75f }, beta[2] = { cn[0] ? -0.5f : 0.0f, cn[1] ? 1.0f : 0.0f };
-  const int64_t ldd = c->al ? round8(n) + 8 : n + 3, bsd = m * ldd + (c->al ? 8 : 5);
+  const int64_t ldd = c->al ? round8(inner) + 8 : inner + 3, bsd = outer * ldd + (c->al ? 8 : 5);
   const size_t dn = (size_t)(batch * bsd) * 2;
 
   /* device */
@@ -501,7 +511,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     /* the dequantize path alone: refused without the workspace; with it, "dequantize + kg_dualgemm_*" */
     size_t ws = 0;
     const char *sel = NULL;
-    const int can = has_path_only(v, c->with_gs && v->format == KG_FP4_NVFP4);
+    const int can = has_path_only(v, c->with_gs && v->format == KG_FP4_NVFP4, col_a, col);
     const kg_status qs = kg_dualgemm_fp4_workspace_size(&a, &e, &ws), ss = kg_dualgemm_fp4_select(&a, &e, &sel);
     const kg_status st0 = kg_dualgemm_fp4(&a, &e);
     if (qs != (can ? KG_SUCCESS : KG_ERROR_NOT_SUPPORTED) || ss != qs || (can && ws == 0) ||
@@ -588,15 +598,16 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
     if (v->a_fp4) fop_decode(&fa, v, v->layout_a, m, k, z, AV);
     else
       for (int64_t i = 0; i < m; i++)
-        for (int64_t kk = 0; kk < k; kk++) AV[i * k + kk] = val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + i * a.lda + kk], bf);
+        for (int64_t kk = 0; kk < k; kk++)
+          AV[i * k + kk] = val16(A16[(a.batch_stride_a ? z * a.batch_stride_a : 0) + (col_a ? kk * a.lda + i : i * a.lda + kk)], bf);
     for (int b = 0; b < 2; b++) {
       fop_decode(&w[b], v, v->layout, n, k, z, WV[b]);
       ref_dots(AV, k, WV[b], k, m, n, k, SS[b], SABS[b]);
     }
-    for (int64_t i = 0; ok && i < m; i++)
-      for (int64_t j = 0; j < ldd; j++) {
-        const int64_t di = z * bsd + i * ldd + j;
-        if (j >= n) {
+    for (int64_t o = 0; ok && o < outer; o++)
+      for (int64_t e = 0; e < ldd; e++) {
+        const int64_t i = col ? e : o, j = col ? o : e, di = z * bsd + o * ldd + e;
+        if (e >= inner) {
           for (int q = 0; q < 3; q++)
             if (D[q][di] != 0xFFFFu) { printf("FAIL %s: D%d gap (%lld, %lld) written\n", what, q, (long long)i, (long long)j); ok = 0; }
           continue;
@@ -604,7 +615,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
         double x[2], xr[2], tol[2];
         for (int b = 0; b < 2; b++) {
           const double s = SS[b][i * n + j], abs = SABS[b][i * n + j];
-          double cterm = cn[b] ? beta[b] * val16(C[b][z * bsc[b] + i * ldc[b] + j], bf) : 0.0;
+          double cterm = cn[b] ? beta[b] * val16(C[b][z * bsc[b] + (col ? j * ldc[b] + i : i * ldc[b] + j)], bf) : 0.0;
           x[b] = alpha[b] * s + cterm;
           xr[b] = round16(x[b], bf);
           tol[b] = 2.0 * u * fabs(x[b]) + ((double)(k + 4) * ldexp(1.0, -23) + 1.01 * ngs[b] * u) * fabs(alpha[b]) * abs +
@@ -639,7 +650,7 @@ static int run_dual(const dvar *v, const dcase *c, int how, double *worst, int *
           }
         }
       }
-    for (int64_t gi = z * bsd + m * ldd; ok && z + 1 < batch && gi < (z + 1) * bsd; gi++)
+    for (int64_t gi = z * bsd + outer * ldd; ok && z + 1 < batch && gi < (z + 1) * bsd; gi++)
       for (int q = 0; q < 3; q++)
         if (D[q][gi] != 0xFFFFu) { printf("FAIL %s: D%d batch gap written\n", what, q); ok = 0; break; }
   }
@@ -1157,8 +1168,11 @@ int main(int argc, char **argv) {
         for (int c = 0; c < NPATH; c++)
           for (int how = RUN_DISPATCH; how <= RUN_WORKSPACE; how++)
             if (run_dual(&v, &PATH_CASES[c], how, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
-        for (int c = 0; c < NPATH_ONLY; c++)
-          if (run_dual(&v, &PATH_ONLY_CASES[c].d, RUN_PATH_ONLY, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+        for (int c = 0; c < NPATH_ONLY; c++) {
+          const pcase *pc = &PATH_ONLY_CASES[c];
+          if (v.a_fp4 && pc->col_a && pc->slices < 2 && !pc->bcast && !pc->col_cd) continue;   /* FP4 A: row-major only */
+          if (run_dual(&v, &pc->d, RUN_PATH_ONLY, &worst, &path_runs)) g_pass++; else { g_fail++; fails++; }
+        }
         if (run_dual_path_statuses(&v)) g_pass++; else { g_fail++; fails++; }
       }
       printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,
