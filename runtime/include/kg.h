@@ -542,25 +542,26 @@ kg_status kg_gemm_fp4_select(const kg_gemm_fp4_args *args, const kg_exec *exec, 
 **   (sf_b1_bytes = kg_sf_size(layout, 1, kv, G)): D1[i][j] = alpha1 *
 **   (A.w1)[i] + beta1 * C1[i][j] for every j, kg_dualgemm's broadcast column.
 ** - Split-K with more than one slice, the broadcast W1 and column-major A, C, D
-**   run on every backend through the dequantize path below (its workspace then also holds
-**   kg_dualgemm's split-K sums): without the size query's workspace they are
-**   KG_ERROR_WORKSPACE_TOO_SMALL, and NOT_SUPPORTED where the path is (f16
-**   activations with MXFP4 or NVFP4 global scales; no kg_dualgemm variant of
-**   the op and stores). ldb0 >= k/2 always.
+**   run on every backend through the dequantize path below (its workspace
+**   then also holds kg_dualgemm's split-K sums): without the size query's
+**   workspace they are KG_ERROR_WORKSPACE_TOO_SMALL, and KG_ERROR_NOT_SUPPORTED
+**   where the path cannot run them (f16 activations with MXFP4 or with NVFP4
+**   global scales; no kg_dualgemm variant for the op, stores and layouts). An
+**   FP4 variant forced by name refuses them. ldb0 >= k/2 always.
 ** k even >= 2, alignment and m limits per kernel as for kg_gemm_fp4 (b0, b1
 ** and their batch strides 16-byte multiples on GPUs, a's batch stride a
 ** multiple of 8 elements / 16 bytes; for `tensorop` sf_b0 and sf_b1 16-byte
 ** aligned). The `tensorop` kernels take both modes (the batch is the third
 ** coordinate of their bulk tensor copies; dispatch counts the tiles of every
-** batch); where they run, the call needs no workspace. Workspace: optional (needed for
-** split-K and the broadcast W1), the dequantize path
+** batch); where they run, the call needs no workspace. Workspace: optional
+** (needed for the path-only forms above), the dequantize path
 ** of kg_gemm_fp4 (above): W0 and W1 dequantized with every scale group (a
 ** shared operand once) and kg_dualgemm's batched mode with the matching
 ** batch strides (split-K: its split-K mode, its partial sums after the
 ** weights in the workspace; broadcast: W1 as its ldb1 = 0 column); each
 ** group's global scale is applied by its dequantize, so alpha0 / alpha1 pass
-** through (one kg_dualgemm call for every batch). For split-K and the
-** broadcast W1 the path runs on the C backend too, with any kg_dualgemm variant. */
+** through (one kg_dualgemm call for every batch). For the path-only forms
+** it runs on the C backend too, with any kg_dualgemm variant. */
 typedef struct kg_dualgemm_fp4_args {
   kg_mode mode;                 /* KG_MODE_GEMM, KG_MODE_BATCHED or KG_MODE_SPLITK_SERIAL */
   int64_t m, n, k;
