@@ -36,7 +36,9 @@ typedef enum kg_status {
 
 /* Static English text for a status; never NULL. */
 const char *kg_status_string(kg_status s);
-/* Message of the last backend failure in this thread ("" when none). */
+/* Message of the last backend failure in this thread ("" when none). A call that
+** fails with KG_ERROR_BACKEND leaves no pending error in the CUDA / HIP runtime
+** (cudaGetLastError / hipGetLastError are cleared for this thread). */
 const char *kg_last_backend_error(void);
 
 typedef enum kg_backend { KG_BACKEND_C = 0, KG_BACKEND_CUDA, KG_BACKEND_HIP } kg_backend;

@@ -14,13 +14,17 @@
 
 #ifdef KG_WITH_CUDA
 int kg__cuda_available(void);
+void kg__cuda_clear_error(void);
 #else
 static int kg__cuda_available(void) { return 0; }
+static void kg__cuda_clear_error(void) {}
 #endif
 #ifdef KG_WITH_HIP
 int kg__hip_available(void);
+void kg__hip_clear_error(void);
 #else
 static int kg__hip_available(void) { return 0; }
+static void kg__hip_clear_error(void) {}
 #endif
 
 /* ---- status, names ------------------------------------------------------ */
@@ -42,8 +46,13 @@ const char *kg_status_string(kg_status s) {
 
 static _Thread_local char kg__backend_msg[256];
 
+/* Every backend failure comes here (the launchers' KG_ERROR_BACKEND paths): the message is kept
+** and the GPU runtimes' pending error of this thread is cleared, so that no later call, kg's or
+** the caller's, reads it as its own (a failed cudaLaunchKernelEx, for one, leaves it set). */
 void kg__set_backend_error(const char *msg) {
   snprintf(kg__backend_msg, sizeof kg__backend_msg, "%s", msg ? msg : "");
+  kg__cuda_clear_error();
+  kg__hip_clear_error();
 }
 const char *kg_last_backend_error(void) { return kg__backend_msg; }
 

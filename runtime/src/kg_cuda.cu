@@ -2,6 +2,9 @@
 #include <cuda_runtime.h>
 #include "kg_internal.h"
 
+/* Clears this thread's pending CUDA error (kg__set_backend_error, after a failure). */
+extern "C" void kg__cuda_clear_error(void) { (void)cudaGetLastError(); }
+
 extern "C" int kg__cuda_available(void) {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) { (void)cudaGetLastError(); return 0; }

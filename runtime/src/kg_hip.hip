@@ -2,6 +2,9 @@
 #include <hip/hip_runtime.h>
 #include "kg_internal.h"
 
+/* Clears this thread's pending HIP error (kg__set_backend_error, after a failure). */
+extern "C" void kg__hip_clear_error(void) { (void)hipGetLastError(); }
+
 extern "C" int kg__hip_available(void) {
   int n = 0;
   if (hipGetDeviceCount(&n) != hipSuccess) { (void)hipGetLastError(); return 0; }
