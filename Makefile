@@ -68,16 +68,16 @@ $(B)/libkg.a: $(OBJ)
 RT_HDRS := runtime/include/kg.h runtime/src/kg_internal.h
 
 # kg.c and kg_table.c see which backends are compiled in.
-$(B)/rt/kg.o: runtime/src/kg.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+$(B)/rt/kg.o: runtime/src/kg.c $(RT_HDRS) runtime/src/kg_half.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
-$(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c runtime/include/kg.h runtime/src/kg_internal.h runtime/src/kg_half.h
+$(B)/rt/kg_fp4.o: runtime/src/kg_fp4.c $(RT_HDRS) runtime/src/kg_half.h
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
-$(B)/rt/kg_wave.o: runtime/src/kg_wave.c runtime/include/kg.h runtime/src/kg_internal.h
+$(B)/rt/kg_wave.o: runtime/src/kg_wave.c $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
-$(B)/rt/kg_attn.o: runtime/src/kg_attn.c runtime/include/kg.h runtime/src/kg_internal.h
+$(B)/rt/kg_attn.o: runtime/src/kg_attn.c $(RT_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(KG_CFLAGS) $(DEFS) -c $< -o $@
 $(B)/rt/kg_table.o: generated/kg_table.c generated/kg_table.h $(RT_HDRS)

@@ -150,7 +150,6 @@ static void kg__add(kg__problem *p, const char *name, const void *ptr, int layou
 
 /* ---- checks ------------------------------------------------------------- */
 
-
 static int kg__valid_dtype(int t) { return t == KG_F32 || t == KG_F16 || t == KG_BF16; }
 static int kg__valid_layout(int l) { return l == KG_ROW || l == KG_COL; }
 

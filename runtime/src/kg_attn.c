@@ -24,7 +24,6 @@ int kg__cuda_sm_count(void) { return 0; }
 int kg__hip_sm_count(void) { return 0; }
 #endif
 
-
 #define KG__I32_MAX 2147483647LL
 
 /* ---- small helpers ---------------------------------------------------------- */

@@ -147,7 +147,6 @@ int64_t kg_sf_view_index(const kg_sf_view *view, int64_t m, int64_t kb, int64_t 
 
 /* ---- checks ----------------------------------------------------------------- */
 
-
 int kg__fp4_op(kg_op op) {
   return op == KG_OP_FP4_QUANTIZE || op == KG_OP_FP4_DEQUANTIZE || op == KG_OP_SF_SWIZZLE ||
          op == KG_OP_SF_UNSWIZZLE || op == KG_OP_SF_RESWIZZLE || op == KG_OP_GEMM_FP4 || op == KG_OP_DUALGEMM_FP4 ||
@@ -786,9 +785,10 @@ static kg_status kg__fp4_select(kg_op op, const void *args, const kg_exec *exec,
 ** Workspace: W (W0 with its scale groups, then W1), then A (W4A4), each region
 ** a multiple of 16 bytes, then the inner variant's own workspace where it has
 ** one. The size query plans with a stand-in base address (aligned, never
-** dereferenced). The FP4 DualGemm's serial split-K and broadcast W1 vector run
-** here alone, on every backend (the C one included) and with any kg_dualgemm
-** variant: its split-K mode on the dequantized weights, its ldb1 = 0 column. */
+** dereferenced). The FP4 DualGemm's path-only forms (serial split-K, the
+** broadcast W1 vector, column-major A, C, D) run here alone, on every backend
+** (the C one included) and with any kg_dualgemm variant: its split-K mode, its
+** ldb1 = 0 column or its layouts on the dequantized weights. */
 
 #define KG__DEQ_PREFIX "dequantize + "
 #define KG__DEQ_STANDIN ((uintptr_t)4096)
@@ -868,8 +868,8 @@ static kg_status kg__deq_add(kg__deq_plan *p, const kg_exec *iex, uintptr_t base
   return KG_SUCCESS;
 }
 
-/* After kg_gemm_select / kg_dualgemm_select gave st and name: the variant, or why not. only: the
-** problem runs on the path alone (split-K, broadcast W1): any kernel, its workspace too. */
+/* After kg_gemm_select / kg_dualgemm_select gave st and name: the variant, or why not. only: a
+** path-only form (kg__mm_choose): any kernel, and its own workspace too. */
 static kg_status kg__deq_inner(kg__deq_plan *p, int dual, kg_status st, const char *name, const char *forced,
                                int only, char *why, size_t cap) {
   const char *fam = dual ? "kg_dualgemm" : "kg_gemm";
@@ -900,9 +900,10 @@ static kg_status kg__deq_inner(kg__deq_plan *p, int dual, kg_status st, const ch
 
 /* Plans the path for checked args with the workspace at base: KG_SUCCESS, or
 ** the reason (why) and the status a forced path returns. forced: the kg_gemm
-** / kg_dualgemm variant that exec->variant names after the prefix, or NULL. */
+** / kg_dualgemm variant that exec->variant names after the prefix, or NULL;
+** only: a path-only form (kg__mm_choose). */
 static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *exec, uintptr_t base,
-                                   const char *forced, kg__deq_plan *p, char *why, size_t cap) {
+                                   const char *forced, int only, kg__deq_plan *p, char *why, size_t cap) {
   kg_status st;
   size_t off = 0;
   const char *name = NULL;
@@ -937,7 +938,6 @@ static kg_status kg__deq_plan_make(kg_op op, const void *args, const kg_exec *ex
     const kg_dualgemm_fp4_args *a = (const kg_dualgemm_fp4_args *)args;
     const int64_t ldw = kg__round8(a->k), batch = a->mode == KG_MODE_BATCHED ? a->batch_count : 1;
     const int split = a->mode == KG_MODE_SPLITK_SERIAL && a->split_k_slices > 1, bcast = a->ldb1 == 0;
-    const int only = split || bcast || a->layout_a == KG_COL || a->layout_cd == KG_COL;
     const int64_t bsa = batch > 1 ? a->batch_stride_a : 0, bsb0 = batch > 1 ? a->batch_stride_b0 : 0,
                   bsb1 = batch > 1 ? a->batch_stride_b1 : 0;
     /* scale groups as kg.h defines them: one per batch for a non-zero stride */
@@ -1077,7 +1077,7 @@ static kg_status kg__mm_choose(kg_op op, const void *args, const kg_exec *exec, 
   }
   const uintptr_t ws = (uintptr_t)exec->workspace;
   const int ws_aligned = exec->workspace && ws % 16 == 0;
-  st = kg__deq_plan_make(op, args, exec, !query && ws_aligned ? ws : KG__DEQ_STANDIN, forced, &ch->plan, why,
+  st = kg__deq_plan_make(op, args, exec, !query && ws_aligned ? ws : KG__DEQ_STANDIN, forced, only, &ch->plan, why,
                          sizeof why);
   if (st != KG_SUCCESS) {
     if (!forced && !only) {
