@@ -241,9 +241,25 @@ function F.sort_key(v)
   return string.format("%s|%s|%s|%s|%04d|%s", v.family, v.backend, v.dtype, v.out_dtype, 9999 - F.rank(v), v.name)
 end
 
+-- The schedule of a tensorop tile (templates/gemm/tensorop.kgt): warpgroup MMAs where the dialect
+-- has them and the tile splits into warpgroups of m64 blocks (sync: prefetch distance STAGES-2
+-- needs STAGES >= 3; ws: STAGES-1), fed by bulk tensor copies where the dialect has those too.
+-- Returns use_wg, tma (booleans).
+function F.schedule(v, d)
+  if v.kernel ~= "tensorop" or not d.wgmma then return false, false end
+  local tm, tn = dims(v.tile)
+  local wm, wn = dims(v.warps)
+  local ct = wm * wn * d.warp_size   -- MMA threads (the ws producer warpgroup not counted)
+  local g = math.floor(ct / (4 * d.warp_size))
+  local use_wg = ct % (4 * d.warp_size) == 0 and tm % (g * d.wgmma.m) == 0 and tn % 8 == 0 and tn <= 256
+    and v.stages >= (v.schedule == "ws" and 2 or 3)
+  return use_wg, use_wg and d.tma ~= nil
+end
+
 -- Descriptor fields (C initializer lines) for generated/kg_table.c.
 function F.descriptor(v, d)
   local tm, tn, tk = dims(v.tile)
+  local _, tma = F.schedule(v, d)
   return {
     ".op = KG_OP_GEMM", ".backend = " .. d.backend_enum, '.arch = "' .. d.arch .. '"',
     '.kernel = "' .. v.kernel .. '"',
@@ -254,7 +270,7 @@ function F.descriptor(v, d)
     ".max_m = " .. fmt.int(v.kernel == "skinny" and tm or 0), ".max_tiles_per_sm = " .. fmt.int(v.max_tiles_per_sm),
     ".align = " .. fmt.int(v.align),
     ".tile_m = " .. fmt.int(tm), ".tile_n = " .. fmt.int(tn), ".tile_k = " .. fmt.int(tk),
-    ".stages = " .. fmt.int(v.stages),
+    ".stages = " .. fmt.int(v.stages), ".tma = " .. (tma and "1" or "0"),
     ".gemm_launch = " .. v.name, ".gemm_workspace = " .. v.name .. "_workspace",
   }
 end
@@ -274,6 +290,7 @@ function F.prepare(v, d, env)
   env.TM, env.TN, env.TK, env.WM, env.WN = tm, tn, tk, wm, wn
   env.STAGES = v.stages
   env.WSCHED = v.schedule == "ws"
+  env.USE_WG, env.TMA = F.schedule(v, d)
   -- ws: one producer warpgroup ahead of the wm x wn MMA warps
   env.THREADS = wm * wn * d.warp_size + (env.WSCHED and 4 * d.warp_size or 0)
   env.TA, env.TC = d.storage[v.dtype], d.storage[v.out_dtype]

@@ -200,7 +200,7 @@ function F.common_descriptor(v, d, nb)
     local T = F.TENSOROP[v.tile_m]
     for _, f in ipairs({ ".tile_m = " .. T.tm, ".tile_n = " .. fmt.int(T.tn / (nb or 1)), ".tile_k = " .. T.tk,
                          ".stages = " .. T.stages,
-                         ".fill_m = " .. F.MAX_M.skinny }) do
+                         ".fill_m = " .. F.MAX_M.skinny, ".tma = 1" }) do
       fields[#fields + 1] = f
     end
   end

@@ -101,7 +101,15 @@ typedef struct kg_exec {
 **   KG_MODE_SPLITK_SERIAL  K cut into split_k_slices slices that are summed in
 **                          slice order (deterministic); batch_count must be 1.
 ** c may be NULL only when beta == 0. ldc == 0 with row-major C broadcasts one
-** bias row to every row of the output (column-major: one column). */
+** bias row to every row of the output (column-major: one column).
+** Tensor maps (kg_gemm, kg_dualgemm and the FP4 GEMMs' CUDA `tensorop`
+** variants, which read A and the B / W operands by bulk tensor copies): each
+** such operand's extents are at most 2^31 - 1024 elements (m, n, k; the
+** copies' coordinates are int32), and its row stride and either its batch
+** stride (batched, where not 0) or its span ld x rows, in bytes, are below
+** 2^40.
+** Dispatch passes those variants over otherwise; forced by name they are
+** KG_ERROR_NOT_SUPPORTED, and kg_explain names the operand. */
 typedef enum kg_mode {
   KG_MODE_GEMM = 0,
   KG_MODE_BATCHED,
@@ -417,7 +425,8 @@ kg_status kg_sf_reswizzle(const kg_sf_reswizzle_args *args, const kg_exec *exec)
 ** KG_ERROR_NOT_SUPPORTED (kg_explain says why). GPU operands: a and b
 ** 16-byte aligned, lda a multiple of 8 elements (W4A4: of 16 bytes), ldb a
 ** multiple of 16 bytes, and for `tensorop` sf_b 16-byte aligned
-** (KG_ERROR_MISALIGNED_OPERAND otherwise). The C backend takes any m, and operands
+** (KG_ERROR_MISALIGNED_OPERAND otherwise); `tensorop` also keeps the tensor-map
+** limits of the GEMM section. The C backend takes any m, and operands
 ** aligned to their elements only (kg.h's first rule).
 ** Dispatch tries `tensorop` first, in tiles of 256 or 128 rows of A (variants
 ** named _tm128 have the smaller; dispatch takes the one whose rounds of blocks it

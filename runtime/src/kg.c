@@ -302,6 +302,50 @@ static kg_status kg__problem_of(kg_op op, const void *args, const kg_exec *exec,
 
 /* ---- variant predicates -------------------------------------------------- */
 
+int64_t kg__mul3_sat(int64_t a, int64_t b, int64_t c) {
+  int64_t ab, abc;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc)) return INT64_MAX;
+  return abc;
+}
+
+const char *kg__tma_rejects(const kg__tma_map *maps, int n, char *why, size_t why_size) {
+  for (int i = 0; i < n; i++) {
+    const kg__tma_map *t = &maps[i];
+    if (t->inner > KG__TMA_EXTENT_MAX || t->outer > KG__TMA_EXTENT_MAX) {
+      snprintf(why, why_size, "operand %s: extents %lld x %lld, above the bulk copies' %lld (int32 coordinates)",
+               t->name, (long long)t->outer, (long long)t->inner, (long long)KG__TMA_EXTENT_MAX);
+      return why;
+    }
+    if (t->stride1 >= KG__TMA_STRIDE_LIMIT || t->stride2 >= KG__TMA_STRIDE_LIMIT) {
+      snprintf(why, why_size, "operand %s: strides of %lld and %lld bytes, the bulk copies' tensor maps take "
+               "below 2^40", t->name, (long long)t->stride1, (long long)t->stride2);
+      return why;
+    }
+  }
+  return NULL;
+}
+
+/* The tensor maps of a GEMM / DualGemm tensorop launcher (templates/gemm/tensorop.kgt): A and the B
+** operands, contiguous dimension first; a batch dimension where an operand has a batch stride in
+** batched mode, else dimension 2 spans the operand; a broadcast vector (ld 0) is one padded row. */
+static const char *kg__gemm_tma_rejects(const kg__problem *p, char *why, size_t why_size) {
+  kg__tma_map maps[3];
+  const int n = p->op == KG_OP_DUALGEMM ? 3 : 2;   /* a, b / b0, b1 lead p->ops */
+  for (int i = 0; i < n; i++) {
+    const kg__operand *o = &p->ops[i];
+    const int64_t es = (int64_t)kg_dtype_size(o->dtype);
+    const int row = o->layout == KG_ROW;
+    const int vec = o->ld == 0;
+    const int64_t outer = vec ? 1 : row ? o->rows : o->cols;
+    const int64_t s1 = vec ? ((row ? o->cols : o->rows) * es + 15) / 16 * 16 : kg__mul3_sat(o->ld, es, 1);
+    const int per_batch = p->mode == KG_MODE_BATCHED && o->bs != 0 && p->batch_count > 1;
+    const kg__tma_map t = { o->name, row ? o->cols : o->rows, outer, s1,
+                            per_batch ? kg__mul3_sat(o->bs, es, 1) : kg__mul3_sat(s1, outer, 1) };
+    maps[i] = t;
+  }
+  return kg__tma_rejects(maps, n, why, why_size);
+}
+
 static int kg__layout_fits(int want, int have) { return want == KG_LAYOUT_ANY || want == have; }
 
 static const char *kg__dual_op_string(int op) {
@@ -356,6 +400,7 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
       return why;
     }
   }
+  if (v->tma && kg__gemm_tma_rejects(p, why, sizeof why)) return why;
   if (v->align > 1) {
     for (int i = 0; i < p->nops; i++) {
       const kg__operand *o = &p->ops[i];

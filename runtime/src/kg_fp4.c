@@ -655,6 +655,21 @@ static const char *kg__fp4_rejects(const kg_variant *v, const kg__fp4_key *k, co
       return "m needs more than 65535 tiles (grid y limit)";
     if (v->tile_n > 0 && strcmp(v->kernel, "tensorop") == 0 && (g->n + v->tile_n - 1) / v->tile_n * g->batch > 2147483647)
       return "n times the batch count needs more than 2^31-1 blocks (grid x limit)";
+    if (v->tma) {
+      /* the launcher's tensor maps (templates/fp4/gemm_tensorop.kgt): A [m][k] of 16-bit elements,
+      ** each W [n][(k+1)/2] bytes; dimension 2 per batch where the operand has a batch stride
+      ** (batched), else spanning the operand */
+      static const char *const W[2][2] = { { "b", "b0" }, { "", "b1" } };
+      const int64_t es = (int64_t)kg_dtype_size(k->dtype);
+      kg__tma_map maps[3] = { { "a", g->k, g->m, kg__mul3_sat(g->lda, es, 1),
+                                g->batched && g->bsa != 0 ? kg__mul3_sat(g->bsa, es, 1) : kg__mul3_sat(g->lda, es, g->m) } };
+      for (int i = 0; i < g->nb; i++) {
+        const kg__tma_map t = { W[i][g->dual], (g->k + 1) / 2, g->n, g->ldb[i],
+                                g->batched && g->bsb[i] != 0 ? g->bsb[i] : kg__mul3_sat(g->ldb[i], g->n, 1) };
+        maps[1 + i] = t;
+      }
+      if (kg__tma_rejects(maps, 1 + g->nb, why, sizeof why)) return why;
+    }
     if (v->align > 1) {
       const int64_t a_unit = g->a_fp4 ? 16 : 8;   /* 16 bytes: 8 elements of 16-bit A, 16 bytes of FP4 A */
       const char *bad = (uintptr_t)g->a % 16 != 0 ? "a: pointer must be 16-byte aligned"

@@ -180,6 +180,8 @@ typedef struct kg_variant {
   int path_m;             /* FP4 small-M kernels: above this m the GPU dequantize path runs
                           ** instead where the workspace allows; 0: never */
   int tile_m, tile_n, tile_k, stages;
+  int tma;                /* 1: A and the B / W operands are read by bulk tensor copies, whose tensor
+                          ** maps limit them (kg__tma_rejects) */
   int fill_m;             /* FP4 tensorop kernels (tile_m rows of A x tile_n output columns): dispatch
                           ** passes them over for m <= tile_m / 2, and for m <= fill_m where their
                           ** tiles fill less than 3/4 of the SMs (the small-M kernels or the
@@ -250,6 +252,23 @@ typedef const char *(*kg__rejects_fn)(const kg_variant *v, const void *ctx, cons
 ** and some candidate objected only to alignment, else KG_ERROR_NOT_SUPPORTED. */
 kg_status kg__first_fit(kg_op op, kg__rejects_fn rejects, const void *ctx, const kg_exec *exec,
                         const kg_variant **out, kg__sink *sink);
+/* One operand of a variant's bulk tensor copies (kg_variant.tma), as its launcher encodes the tensor
+** map: inner (contiguous) and outer extents in elements, the byte strides of dimensions 1 (rows) and
+** 2 (batches, or the whole operand where it has one). */
+typedef struct kg__tma_map {
+  const char *name;
+  int64_t inner, outer;
+  int64_t stride1, stride2;
+} kg__tma_map;
+/* The limits of such maps: extents of at most KG__TMA_EXTENT_MAX elements (the kernels address
+** boxes, at most 1024 elements past a tile's start, with int32 coordinates), strides below
+** 2^40 bytes (cuTensorMapEncodeTiled). NULL when maps[0 .. n) keep them, else why not (in why). */
+#define KG__TMA_EXTENT_MAX (((int64_t)1 << 31) - 1024)
+#define KG__TMA_STRIDE_LIMIT ((int64_t)1 << 40)
+const char *kg__tma_rejects(const kg__tma_map *maps, int n, char *why, size_t why_size);
+/* a * b * c for non-negative factors, or INT64_MAX where it passes int64 */
+int64_t kg__mul3_sat(int64_t a, int64_t b, int64_t c);
+
 /* kg_fp4.c: 1 when op is an FP4 op; its kg_explain (checks, selection,
 ** one line per candidate into sink). */
 int kg__fp4_op(kg_op op);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kg_internal.h"
 #include "test_util.h"
 
 enum { DBUF = 8192 };
@@ -476,6 +477,48 @@ START_TEST(test_names_and_sizes) {
 }
 END_TEST
 
+/* The tensor-map limits of the bulk-copy (tensorop) variants, at their boundaries: extents up to
+** KG__TMA_EXTENT_MAX elements, strides below 2^40 bytes; the first operand over a limit is named. */
+START_TEST(test_tma_limits) {
+  char why[200];
+  const int64_t E = KG__TMA_EXTENT_MAX, L = KG__TMA_STRIDE_LIMIT;
+  ck_assert_int_eq(E, 2147483647LL - 1023);
+  ck_assert_int_eq(L, 1099511627776LL);
+  kg__tma_map maps[2] = { { "a", E, E, L - 16, L - 1 }, { "b", 64, 1, 128, 128 } };
+  ck_assert_ptr_null(kg__tma_rejects(maps, 2, why, sizeof why));
+  maps[1].inner = E + 1;
+  const char *r = kg__tma_rejects(maps, 2, why, sizeof why);
+  ck_assert_ptr_eq(r, why);
+  ck_assert_msg(strstr(why, "operand b: extents 1 x 2147482625") && strstr(why, "int32 coordinates"), "%s", why);
+  maps[1].inner = 64; maps[1].outer = E + 1;
+  ck_assert_ptr_nonnull(kg__tma_rejects(maps, 2, why, sizeof why));
+  ck_assert_msg(strstr(why, "operand b: extents 2147482625 x 64"), "%s", why);
+  maps[1].outer = 1; maps[0].stride1 = L;
+  ck_assert_ptr_nonnull(kg__tma_rejects(maps, 2, why, sizeof why));
+  ck_assert_msg(strstr(why, "operand a: strides of 1099511627776 and 1099511627775 bytes") && strstr(why, "below 2^40"),
+                "%s", why);
+  maps[0].stride1 = 16; maps[0].stride2 = L;
+  ck_assert_ptr_nonnull(kg__tma_rejects(maps, 2, why, sizeof why));
+  maps[0].stride2 = INT64_MAX;   /* kg__mul3_sat's overflow value */
+  ck_assert_ptr_nonnull(kg__tma_rejects(maps, 2, why, sizeof why));
+  ck_assert_ptr_null(kg__tma_rejects(maps, 0, why, sizeof why));
+  /* truncated, never overrun */
+  char small[16];
+  memset(small, 'x', sizeof small);
+  ck_assert_ptr_nonnull(kg__tma_rejects(maps, 2, small, 8));
+  ck_assert_uint_eq(strlen(small), 7);
+  ck_assert_int_eq(small[8], 'x');
+  /* a * b * c saturating at INT64_MAX */
+  ck_assert_int_eq(kg__mul3_sat(3, 5, 7), 105);
+  ck_assert_int_eq(kg__mul3_sat(0, INT64_MAX, 2), 0);
+  ck_assert_int_eq(kg__mul3_sat((int64_t)1 << 39, 2, 1), L);
+  ck_assert_int_eq(kg__mul3_sat((int64_t)1 << 32, (int64_t)1 << 31, 1), INT64_MAX);
+  ck_assert_int_eq(kg__mul3_sat((int64_t)1 << 32, (int64_t)1 << 30, 2), INT64_MAX);
+  ck_assert_int_eq(kg__mul3_sat((int64_t)1 << 31, (int64_t)1 << 31, 1), (int64_t)1 << 62);
+  ck_assert_int_eq(kg__mul3_sat((int64_t)1 << 31, (int64_t)1 << 31, 2), INT64_MAX);
+}
+END_TEST
+
 Suite *dispatch_suite(void) {
   Suite *s = suite_create("DispatchTest");
   TCase *tc = tcase_create("dispatch");
@@ -491,6 +534,7 @@ Suite *dispatch_suite(void) {
   tcase_add_test(tc, test_explain_truncation);
   tcase_add_test(tc, test_variant_list);
   tcase_add_test(tc, test_names_and_sizes);
+  tcase_add_test(tc, test_tma_limits);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -21,7 +21,8 @@
 ** Also: kg_gemm without a forced variant on aligned bf16 row/col must pick a
 ** tensorop variant, and a misaligned ld must be refused by tensorop variants;
 ** a variant for small problems (max_tiles_per_sm) is picked at m = 128, n = 4096
-** and not at m = 1024 unless forced.
+** and not at m = 1024 unless forced; the tensorop variants' tensor-map limits (n = 2^31 forced, a
+** 2^40-byte ld run by another variant).
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any
 ** failure, 2 when a CUDA call fails.
 **
@@ -404,6 +405,71 @@ static void check_dispatch_small(const vinfo *vs, int nv) {
   CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
 }
 
+/* The tensorop variants' bulk copies (tensor maps: int32 coordinates, strides below 2^40 bytes).
+** Forced by name, n = 2^31 is KG_ERROR_NOT_SUPPORTED and kg_explain names the coordinates.
+** Without a forced variant, B's ld of 2^40 bytes at n = 1 (B is one column of K elements, so the
+** ld is never stepped) runs on a variant without tensor maps and matches a reference; each
+** tensorop variant explains why it passed. */
+static void check_dispatch_tma(const vinfo *vs, int nv) {
+  const int64_t M = 256, K = 64;
+  static char buf[16384];
+  uint16_t ha[256 * 64], hb[64], hd[256];
+  double ra[256 * 64], rb[64];
+  for (int64_t i = 0; i < M * K; i++) { ha[i] = f32_to_bf16((float)rnd_value(1)); ra[i] = bf16_to_f64(ha[i]); }
+  for (int64_t i = 0; i < K; i++) { hb[i] = f32_to_bf16((float)rnd_value(1)); rb[i] = bf16_to_f64(hb[i]); }
+  void *a, *b, *d;
+  CK(cudaMalloc(&a, sizeof ha));
+  CK(cudaMalloc(&b, sizeof hb));
+  CK(cudaMalloc(&d, sizeof hd));
+  CK(cudaMemcpy(a, ha, sizeof ha, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b, hb, sizeof hb, cudaMemcpyHostToDevice));
+  CK(cudaMemset(d, 0xff, sizeof hd));
+  kg_gemm_args g;
+  memset(&g, 0, sizeof g);
+  g.mode = KG_MODE_GEMM; g.m = M; g.n = 1; g.k = K; g.batch_count = 1; g.split_k_slices = 1;
+  g.type_ab = KG_BF16; g.type_cd = KG_BF16; g.layout_a = KG_ROW; g.layout_b = KG_COL; g.layout_cd = KG_ROW;
+  g.a = a; g.lda = K; g.b = b; g.ldb = (int64_t)1 << 39; g.d = d; g.ldd = 1; g.alpha = 1.0f;
+  kg_exec ex;
+  memset(&ex, 0, sizeof ex);
+  ex.backend = KG_BACKEND_CUDA;
+  kg_status st = kg_gemm(&g, &ex);
+  CK(cudaDeviceSynchronize());
+  CK(cudaMemcpy(hd, d, sizeof hd, cudaMemcpyDeviceToHost));
+  int bad = st != KG_SUCCESS;
+  for (int64_t i = 0; i < M && !bad; i++) {
+    double ref = 0;
+    for (int64_t j = 0; j < K; j++) ref += ra[i * K + j] * rb[j];
+    bad = bf16_to_f64(hd[i]) != bf16_to_f64(f32_to_bf16((float)ref));   /* integers: exact sums */
+  }
+  kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
+  for (int i = 0; i < nv && !bad; i++)
+    if (vs[i].tensorop && vs[i].tab == KG_BF16 && vs[i].lay[0] != KG_COL && vs[i].lay[1] != KG_ROW) {
+      char want[256];
+      snprintf(want, sizeof want, "%s: rejected: operand b: strides of", vs[i].name);
+      bad = !strstr(buf, want);
+    }
+  if (bad) {
+    printf("FAIL dispatch: ldb 2^39 at n = 1 gave '%s' or a wrong D; kg_explain:\n%s", kg_status_string(st), buf);
+    g_fail++;
+  } else g_pass++;
+  /* n = 2^31, forced (nothing runs: the buffers are not read) */
+  g.n = (int64_t)1 << 31; g.ldb = K; g.ldd = g.n;
+  for (int i = 0; i < nv; i++) {
+    if (!vs[i].tensorop || vs[i].tab != KG_BF16 || vs[i].lay[0] == KG_COL || vs[i].lay[1] == KG_ROW) continue;
+    ex.variant = vs[i].name;
+    g.type_cd = vs[i].tcd;
+    const char *name = NULL;
+    st = kg_gemm_select(&g, &ex, &name);
+    kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
+    if (st != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "int32 coordinates")) {
+      printf("FAIL %s: n = 2^31 gave '%s', want 'not supported' (int32 coordinates); kg_explain:\n%s", vs[i].name,
+             kg_status_string(st), buf);
+      g_fail++;
+    } else g_pass++;
+  }
+  CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
+}
+
 /* kg_gemm without a forced variant on aligned bf16 row/col picks tensorop; a
 ** misaligned ld makes every tensorop variant refuse. */
 static void check_dispatch(const vinfo *vs, int nv) {
@@ -448,6 +514,7 @@ static void check_dispatch(const vinfo *vs, int nv) {
   }
   CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
   check_dispatch_small(vs, nv);
+  check_dispatch_tma(vs, nv);
 }
 
 static int cmp_float(const void *x, const void *y) {

@@ -34,7 +34,9 @@
 **   - skinny: a forced skinny variant refuses m = 17 and split-K (KG_ERROR_NOT_SUPPORTED) and a
 **     misaligned lda (KG_ERROR_MISALIGNED_OPERAND);
 **   - plain dispatch (no forced variant) of a bf16 swiglu m = 16 problem, A row-major, B0 / B1
-**     column-major, aligned, selects a skinny variant and gives the right result.
+**     column-major, aligned, selects a skinny variant and gives the right result;
+**   - tensorop variants forced by name: n = 2^31 and B1's ld of 2^40 bytes are refused (the bulk
+**     copies' tensor maps: int32 coordinates, strides below 2^40 bytes), a broadcast B1 is taken.
 ** An argument runs only the variants whose name contains it.
 ** One line per failing case; last line "N passed, M failed"; exit 1 on any failure, 2 when a CUDA
 ** call fails.
@@ -1022,6 +1024,51 @@ int main(int argc, char **argv) {
       run_one(&c, &R, &dv, NULL, 0u * 8 + 1u * 4 + 1u * 2 + 0u);  /* A row, B0 col, B1 col, CD row */
     }
     ref_free(&R);
+  }
+
+  /* the tensorop variants' bulk copies (tensor maps, kg__tma_rejects), forced by name on fake
+  ** pointers (select reads no operand): n = 2^31 is refused (int32 coordinates), so is B1's ld of
+  ** 2^40 bytes at n = 1; a broadcast B1 vector (column-major, ldb1 = 0) at n = 2^20 is taken */
+  for (int vi = 0; vi < nv; vi++) {
+    const dvar *v = &vars[vi];
+    if (strcmp(v->kernel, "tensorop") != 0) continue;
+    static const struct { int64_t n, ldb1; int bcast; const char *why; } TMA[] = {
+      { (int64_t)1 << 31, -1, 0, "int32 coordinates" },
+      { 1, (int64_t)1 << 39, 0, "operand b1: strides of" },
+      { (int64_t)1 << 20, 0, 1, NULL },
+    };
+    for (int t = 0; t < 3; t++) {
+      kg_dualgemm_args g;
+      memset(&g, 0, sizeof g);
+      g.mode = KG_MODE_GEMM; g.m = 256; g.n = TMA[t].n; g.k = 64; g.batch_count = 1; g.split_k_slices = 1;
+      g.type_ab = v->tab; g.type_cd = v->tcd; g.op = v->op; g.store_d0 = v->sd0; g.store_d1 = v->sd1;
+      g.layout_a = v->lay[0] == 'c' ? KG_COL : KG_ROW;
+      g.layout_b0 = v->lay[1] == 'r' ? KG_ROW : KG_COL;
+      g.layout_b1 = v->lay[2] == 'r' ? KG_ROW : KG_COL;
+      g.layout_cd = v->lay[3] == 'c' ? KG_COL : KG_ROW;
+      if (TMA[t].bcast && g.layout_b1 != KG_COL) continue;   /* ldb1 = 0 needs column-major B1 */
+      void *fake = (void *)(uintptr_t)0x100000;
+      g.a = fake; g.lda = g.layout_a == KG_ROW ? g.k : g.m;
+      g.b0 = fake; g.ldb0 = g.layout_b0 == KG_COL ? g.k : g.n;
+      g.b1 = fake; g.ldb1 = TMA[t].ldb1 >= 0 ? TMA[t].ldb1 : g.layout_b1 == KG_COL ? g.k : g.n;
+      g.d0 = v->sd0 ? (void *)(uintptr_t)0x200000 : NULL; g.d1 = v->sd1 ? (void *)(uintptr_t)0x300000 : NULL;
+      g.d2 = (void *)(uintptr_t)0x400000;
+      g.ldd0 = g.ldd1 = g.ldd2 = g.layout_cd == KG_ROW ? g.n : g.m;
+      g.alpha0 = g.alpha1 = 1.0f;
+      kg_exec ex;
+      memset(&ex, 0, sizeof ex);
+      ex.backend = BACKEND;
+      ex.variant = v->name;
+      const char *sel = NULL;
+      const kg_status st = kg_dualgemm_select(&g, &ex, &sel);
+      static char why[8192];
+      explain_line(&g, &ex, why, sizeof why);
+      snprintf(g_what, sizeof g_what, "tensor maps | %s n %lld ldb1 %lld", v->name, (long long)g.n, (long long)g.ldb1);
+      if (TMA[t].why ? st != KG_ERROR_NOT_SUPPORTED || !strstr(why, TMA[t].why) : st != KG_SUCCESS) {
+        failf("select gave %s; explain: %s", kg_status_string(st), why);
+        g_fail++;
+      } else g_pass++;
+    }
   }
 
   for (int vi = 0; vi < nv; vi++)

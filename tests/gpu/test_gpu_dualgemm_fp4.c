@@ -44,7 +44,7 @@
 ** The tensorop variants run CASES, SPLIT_CASES (by dispatch with the size query's workspace, through
 ** which the K splits then sum; one variant also LAST_SPLIT_CASE, a split second launch) and TC_CASES (m 257 .. 700 over several 256-row tiles, the last
 ** partly filled; n cut inside a 64-column tile; ragged k; batched with per-batch and shared A, W0,
-** W1), and check_tensorop_dispatch (see there).
+** W1), and check_tensorop_dispatch (see there; with the tensor maps' limits).
 ** Statuses: warp and skinny variants refuse m above their limit, 16 and 512 (KG_ERROR_NOT_SUPPORTED,
 ** kg_explain names the limit; dispatch picks a skinny variant for m = 320 with or without a workspace
 ** and for m = 512 without one; with one the dequantize path where it applies, above path_m = 320),
@@ -958,6 +958,34 @@ static int check_tensorop_dispatch(const dvar *v) {
       printf("FAIL %s: dispatch at m = %lld, n = %lld, batch %lld%s%s chose %s (%s), workspace %zu bytes\n", v->name,
              (long long)a.m, (long long)a.n, (long long)CASES[i].batch, CASES[i].sf_off ? ", sf_b1 misaligned" : "",
              CASES[i].forced ? " (forced)" : "", sel ? sel : "-", kg_status_string(st), ws);
+      ok = 0;
+    }
+  }
+  /* the tensor maps (kg__tma_rejects): by dispatch at m = 600, W1's ld of 2^40 bytes at n = 1 (never
+  ** stepped): v's line names the strides and no tensorop variant is chosen; forced, n = 2^31 is
+  ** KG_ERROR_NOT_SUPPORTED (int32 coordinates). select reads no operand. */
+  for (int forced = 0; forced < 2; forced++) {
+    kg_dualgemm_fp4_args a;
+    memset(&a, 0, sizeof a);
+    const int64_t k = 64, kv = k / bsz;
+    a.mode = KG_MODE_GEMM; a.batch_count = 1;
+    a.m = 600; a.n = forced ? (int64_t)1 << 31 : 1; a.k = k; a.dtype = KG_BF16; a.format = v->format;
+    a.sf_layout = v->layout; a.op = v->op; a.store_d0 = v->sd0; a.store_d1 = v->sd1;
+    a.a = dA; a.lda = k; a.b0 = a.b1 = dB; a.ldb0 = k / 2; a.ldb1 = forced ? k / 2 : (int64_t)1 << 40;
+    a.sf_b0 = a.sf_b1 = dS; a.sf_b0_bytes = a.sf_b1_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
+    a.d0 = v->sd0 ? dD : NULL; a.d1 = v->sd1 ? dD : NULL; a.d2 = dD; a.ldd0 = a.ldd1 = a.ldd2 = a.n;
+    a.alpha0 = a.alpha1 = 1.0f;
+    kg_exec e = exec_for(forced ? v->name : NULL);
+    const char *sel = NULL;
+    const kg_status st = kg_dualgemm_fp4_select(&a, &e, &sel);
+    char want[200];
+    kg_explain(KG_OP_DUALGEMM_FP4, &a, &e, buf, sizeof buf);
+    snprintf(want, sizeof want, "%s: rejected: %s", v->name, forced ? "operand b0: extents" : "operand b1: strides of");
+    const int good = forced ? st == KG_ERROR_NOT_SUPPORTED && strstr(buf, want) && strstr(buf, "int32 coordinates")
+                            : !(st == KG_SUCCESS && strstr(sel, "_tensorop_")) && strstr(buf, want);
+    if (!good) {
+      printf("FAIL %s: %s gave %s (%s); kg_explain:\n%s", v->name, forced ? "n = 2^31 forced" : "ldb1 2^40 at n 1",
+             kg_status_string(st), st == KG_SUCCESS ? sel : "-", buf);
       ok = 0;
     }
   }

@@ -57,6 +57,8 @@
 ** workspace (in-kernel variant), the variant forced by name (never the path) and the path forced by its
 ** name (KG_ERROR_WORKSPACE_TOO_SMALL, KG_ERROR_MISALIGNED_OPERAND, KG_ERROR_NOT_SUPPORTED). On the host
 ** build the size is 0, select names the C variant, and the forced path is KG_ERROR_NOT_SUPPORTED.
+** The tensorop variants' tensor maps (check_tensorop_tma): ldb 2^40 at n 1 by dispatch runs on another
+** variant, n 2^31 forced is refused.
 ** KG_EXEC_PDL (kg.h): each W4A16 skinny variant runs run_pdl_chain, two launches with the flag where the
 ** second reads the first's D as A and writes its D over the first's A (both checked; see there), at m = 5
 ** and m = 24 (the second in the warpgroup form).
@@ -536,6 +538,69 @@ static int check_tensorop_dispatch(const gvar *v) {
   return ok;
 }
 
+/* The tensorop kernels' tensor maps (kg__tma_rejects: int32 coordinates, strides below 2^40 bytes).
+** By dispatch at m = 600 (where tensorop variants are taken), ldb = 2^40 at n = 1 (the ld is never
+** stepped): another variant runs it and matches the reference, and kg_explain names the strides on
+** v's line. Forced by name, n = 2^31 is KG_ERROR_NOT_SUPPORTED (int32 coordinates); nothing is read. */
+static int check_tensorop_tma(const gvar *v) {
+  const int64_t m = 600, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldb = (int64_t)1 << 40;
+  static char buf[16384];
+  char want[200];
+  int ok = 1;
+  uint16_t *A = xmalloc((size_t)(m * k) * 2);
+  for (int64_t i = 0; i < m * k; i++) A[i] = to16(uni() * 4.0 - 2.0, 1);
+  uint8_t B[32];
+  for (int i = 0; i < 32; i++) B[i] = (uint8_t)rnd();
+  const size_t sfn = ref_sf_bytes(v->layout, 1, kv, 1);
+  uint8_t *S = xmalloc(sfn);
+  memset(S, 0, sfn);
+  for (int64_t kb = 0; kb < kv; kb++)
+    S[ref_sf_off(v->layout, 0, kv, 0, 0, kb)] = v->format == KG_FP4_NVFP4 ? (uint8_t)(0x30 + rnd() % 0x10) : (uint8_t)(124 + rnd() % 6);
+  uint16_t *D = xmalloc((size_t)m * 2);
+  memset(D, 0xff, (size_t)m * 2);
+  uint8_t *dA = dev_alloc((size_t)(m * k) * 2), *dB = dev_alloc(32), *dS = dev_alloc(sfn), *dD = dev_alloc((size_t)m * 2);
+  h2d(dA, A, (size_t)(m * k) * 2); h2d(dB, B, 32); h2d(dS, S, sfn); h2d(dD, D, (size_t)m * 2);
+  kg_gemm_fp4_args a;
+  memset(&a, 0, sizeof a);
+  a.m = m; a.n = 1; a.k = k; a.dtype = KG_BF16; a.format = v->format; a.sf_layout = v->layout;
+  a.a = dA; a.lda = k; a.b = dB; a.ldb = ldb; a.sf_b = dS; a.sf_b_bytes = sfn; a.d = dD; a.ldd = 1; a.alpha = 1.0f;
+  kg_exec e = exec_for(NULL);
+  const kg_status st = kg_gemm_fp4(&a, &e);
+  dev_sync();
+  d2h(D, dD, (size_t)m * 2);
+  double w[64];
+  wdecode(v, B, ldb, S, 1, k, kv, 1.0, w);
+  for (int64_t i = 0; ok && i < m; i++) {
+    double ref = 0, abs = 0;
+    for (int64_t kk = 0; kk < k; kk++) { ref += bf16_to_f64(A[i * k + kk]) * w[kk]; abs += fabs(bf16_to_f64(A[i * k + kk]) * w[kk]); }
+    const double tol = 2.0 * ldexp(1.0, -8) * fabs(ref) + (double)(k + 4) * ldexp(1.0, -23) * abs + ldexp(1.0, -133);
+    if (!(fabs(bf16_to_f64(D[i]) - ref) <= tol)) {
+      printf("FAIL %s: ldb 2^40, n 1, by dispatch: D(%lld) = %.9g, reference %.9g (%s)\n", v->name, (long long)i,
+             bf16_to_f64(D[i]), ref, kg_status_string(st));
+      ok = 0;
+    }
+  }
+  kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+  snprintf(want, sizeof want, "%s: rejected: operand b: strides of", v->name);
+  if (st != KG_SUCCESS || !strstr(buf, want)) {
+    printf("FAIL %s: ldb 2^40, n 1, by dispatch: %s; kg_explain:\n%s", v->name, kg_status_string(st), buf);
+    ok = 0;
+  }
+  /* n = 2^31, forced: the sizes are claimed, never read */
+  a.n = (int64_t)1 << 31; a.ldb = k / 2; a.ldd = a.n; a.sf_b_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
+  e = exec_for(v->name);
+  const kg_status fs = kg_gemm_fp4(&a, &e);
+  kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
+  if (fs != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "int32 coordinates")) {
+    printf("FAIL %s: n = 2^31 forced: %s, want 'not supported' (int32 coordinates); kg_explain:\n%s", v->name,
+           kg_status_string(fs), buf);
+    ok = 0;
+  }
+  dev_free(dA); dev_free(dB); dev_free(dS); dev_free(dD);
+  free(A); free(S); free(D);
+  return ok;
+}
+
 static int run_path_statuses(const gvar *v) {
   const int64_t m = 520, n = 24, k = 64, bs = v->format == KG_FP4_NVFP4 ? 16 : 32, kv = k / bs, ldd = 32;
   const size_t sfn = ref_sf_bytes(v->layout, n, kv, 1), dn = (size_t)(m * ldd * 2);
@@ -897,6 +962,7 @@ int main(int argc, char **argv) {
       if (!strstr(any_m_target(&v), "_tensorop_")) { if (run_path_statuses(&v)) g_pass++; else { g_fail++; fails++; } }
       if (strstr(name, "_tensorop_") && BACKEND != KG_BACKEND_C) {
         if (check_tensorop_dispatch(&v)) g_pass++; else { g_fail++; fails++; }
+        if (check_tensorop_tma(&v)) g_pass++; else { g_fail++; fails++; }
       }
     }
     printf("%s %s: worst error %.3f of the tolerance%s\n", fails ? "FAIL" : "ok  ", name, worst,

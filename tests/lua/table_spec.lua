@@ -152,6 +152,25 @@ describe("kg_table.c", function()
     assert.is_truthy(groups["KG_BACKEND_CUDA|KG_F16|KG_F16"][1].spec:match(":6$"))
   end)
 
+  it("marks .tma exactly on the variants whose launchers encode tensor maps (the repository's table)", function()
+    local dir = H.root .. "/generated"
+    local files = {}
+    for _, r in ipairs(H.lines(H.read(dir .. "/MANIFEST.tsv"))) do
+      local name, file = r:match("^([%w_]+)\t%w+\t([%w_/.]+)\t")
+      if name then files[name] = file end
+    end
+    local marked, encoding = 0, 0
+    for _, e in ipairs(parse_table(H.read(dir .. "/kg_table.c"))) do
+      local src = H.read(dir .. "/" .. assert(files[e.name], e.name))
+      local encodes = src:find("cuTensorMapEncodeTiled", 1, true) ~= nil
+      assert.are.equal(encodes and "1" or "0", e.fields.tma or "0", e.name)
+      if encodes then encoding = encoding + 1 end
+      if e.fields.tma == "1" then marked = marked + 1 end
+    end
+    assert.is_true(encoding > 0)
+    assert.are.equal(encoding, marked)
+  end)
+
   it("has a count, prototypes per variant, and a manifest sorted by name", function()
     local out = generate({ ["a.lua"] = "gemm { backend = { \"c\", \"cuda\", \"hip\" }, dtype = { \"f32\", \"bf16\" } }\n" })
     local c = H.read(out .. "/kg_table.c")
