@@ -120,7 +120,7 @@ typedef struct kg_gemm_args {
   kg_mode mode;
   int64_t m, n, k;
   int64_t batch_count;      /* KG_MODE_BATCHED: 1..65535; others: 1 */
-  int64_t split_k_slices;   /* KG_MODE_SPLITK_SERIAL: 1..k; others: 1 */
+  int64_t split_k_slices;   /* KG_MODE_SPLITK_SERIAL: 1..k, at most KG_MAX_BATCH; others: 1 */
   kg_dtype type_ab;         /* element type of A and B */
   kg_dtype type_cd;         /* element type of C and D */
   kg_layout layout_a, layout_b, layout_cd;
@@ -131,7 +131,8 @@ typedef struct kg_gemm_args {
   float alpha, beta;
 } kg_gemm_args;
 
-/* Largest batch_count (grid z limit shared by every backend). */
+/* Largest batch_count and split_k_slices (grid z limit shared by every backend;
+** KG_ERROR_INVALID_PROBLEM above). */
 #define KG_MAX_BATCH 65535
 
 kg_status kg_gemm(const kg_gemm_args *args, const kg_exec *exec);
@@ -577,7 +578,7 @@ typedef struct kg_dualgemm_fp4_args {
   kg_mode mode;                 /* KG_MODE_GEMM, KG_MODE_BATCHED or KG_MODE_SPLITK_SERIAL */
   int64_t m, n, k;
   int64_t batch_count;
-  int64_t split_k_slices;       /* KG_MODE_SPLITK_SERIAL: 1..k; others: 0 or 1 */
+  int64_t split_k_slices;       /* KG_MODE_SPLITK_SERIAL: 1..k, at most KG_MAX_BATCH; others: 0 or 1 */
   kg_dtype dtype;               /* A (W4A16), C0, C1, D0, D1, D2: KG_F16 or KG_BF16 */
   kg_fp4_format format;         /* of B0, B1 (and A when a_fp4) */
   kg_sf_layout sf_layout;       /* of sf_b0 and sf_b1 */

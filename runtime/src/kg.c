@@ -237,6 +237,8 @@ static kg_status kg__check_problem(const kg__problem *p, const kg_exec *exec, kg
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "batch_count %lld exceeds the grid limit %d", (long long)p->batch_count, KG_MAX_BATCH);
   if (p->slices > p->k)
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds k %lld", (long long)p->slices, (long long)p->k);
+  if (p->slices > KG_MAX_BATCH)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds the grid limit %d", (long long)p->slices, KG_MAX_BATCH);
   int64_t batch = p->mode == KG_MODE_BATCHED ? p->batch_count : 1;
   for (int i = 0; i < p->nops; i++)
     if (p->ops[i].ptr && (st = kg__check_operand(sink, &p->ops[i], batch))) return st;
@@ -399,6 +401,12 @@ static const char *kg__rejects(const kg_variant *v, const kg__problem *p, const 
                "that leave a larger tile's SMs idle)", tiles, v->tile_m, v->tile_n, v->max_tiles_per_sm, sms);
       return why;
     }
+  }
+  if (v->backend != KG_BACKEND_C && strcmp(v->kernel, "tensorop") == 0) {
+    /* the kernels order their blocks in int arithmetic: grid x times 16 and the tile count below 2^31 */
+    const int64_t tiles_m = (p->m + v->tile_m - 1) / v->tile_m, tiles_n = (p->n + v->tile_n - 1) / v->tile_n;
+    if (tiles_n > INT32_MAX / 16 || tiles_m * tiles_n > INT32_MAX)
+      return "more than 2^27 - 1 columns or 2^31 - 1 tiles in all (the kernel's block order)";
   }
   if (v->tma && kg__gemm_tma_rejects(p, why, sizeof why)) return why;
   if (v->align > 1) {

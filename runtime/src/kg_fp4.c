@@ -403,6 +403,9 @@ static kg_status kg__dualgemm_fp4_check(const kg_dualgemm_fp4_args *a, kg__fp4_k
   if (split && a->split_k_slices > a->k)
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds k %lld", (long long)a->split_k_slices,
              (long long)a->k);
+  if (split && a->split_k_slices > KG_MAX_BATCH)
+    KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld exceeds the grid limit %d", (long long)a->split_k_slices,
+             KG_MAX_BATCH);
   if (!split && a->split_k_slices != 0 && a->split_k_slices != 1)
     KG__FAIL(KG_ERROR_INVALID_PROBLEM, "split_k_slices %lld outside KG_MODE_SPLITK_SERIAL (allowed there: 0 or 1)",
              (long long)a->split_k_slices);

@@ -515,6 +515,8 @@ START_TEST(test_validation_statuses) {
   expect(&a, KG_ERROR_INVALID_PROBLEM, "split-K with batch_count 2");
   a.batch_count = 1; a.split_k_slices = 0; expect(&a, KG_ERROR_INVALID_ARGUMENT, "split-K with 0 slices");
   a.split_k_slices = 65; expect(&a, KG_ERROR_INVALID_PROBLEM, "more slices than k");
+  a.k = 4 * (int64_t)KG_MAX_BATCH; a.split_k_slices = KG_MAX_BATCH + 1;
+  expect(&a, KG_ERROR_INVALID_PROBLEM, "more slices than the grid limit, fewer than k");
   a = p.a; a.split_k_slices = 2; expect(&a, KG_ERROR_INVALID_PROBLEM, "slices in batched mode");
   a = p.a; a.mode = (kg_mode)9; expect(&a, KG_ERROR_INVALID_ARGUMENT, "unknown mode");
   a = p.a; a.mode = KG_MODE_GEMM; expect(&a, KG_ERROR_INVALID_PROBLEM, "gemm mode with batch_count 2");

@@ -403,6 +403,17 @@ START_TEST(test_split_k_exceeds_k) {
   e.workspace = vws;
   e.workspace_size = sizeof vws;
   expect(&g, &e, KG_SUCCESS);
+  /* at most KG_MAX_BATCH slices (the grid's z), however long K is; nothing is read or run */
+  g.k = 4 * (int64_t)KG_MAX_BATCH;
+  g.lda = g.k;
+  g.split_k_slices = KG_MAX_BATCH + 1;
+  expect(&g, &e, KG_ERROR_INVALID_PROBLEM);
+  char why[512];
+  kg_explain(KG_OP_GEMM, &g, &e, why, sizeof why);
+  ck_assert_msg(strstr(why, "split_k_slices 65536 exceeds the grid limit 65535"), "%s", why);
+  const char *name = NULL;
+  g.split_k_slices = KG_MAX_BATCH;
+  ck_assert_int_eq(kg_gemm_select(&g, &e, &name), KG_SUCCESS);
 }
 END_TEST
 

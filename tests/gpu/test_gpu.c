@@ -466,6 +466,16 @@ static void check_dispatch_tma(const vinfo *vs, int nv) {
              kg_status_string(st), buf);
       g_fail++;
     } else g_pass++;
+    /* m = 4e6, n = 2^30: within the maps, but more tiles than the kernel's int block order counts */
+    g.m = 4000000; g.n = (int64_t)1 << 30; g.ldd = g.n;
+    st = kg_gemm_select(&g, &ex, &name);
+    kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
+    if (st != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "the kernel's block order")) {
+      printf("FAIL %s: m = 4e6, n = 2^30 gave '%s', want 'not supported' (block order); kg_explain:\n%s", vs[i].name,
+             kg_status_string(st), buf);
+      g_fail++;
+    } else g_pass++;
+    g.m = M; g.n = (int64_t)1 << 31; g.ldd = g.n;
   }
   CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
 }
