@@ -452,30 +452,27 @@ static void check_dispatch_tma(const vinfo *vs, int nv) {
     printf("FAIL dispatch: ldb 2^39 at n = 1 gave '%s' or a wrong D; kg_explain:\n%s", kg_status_string(st), buf);
     g_fail++;
   } else g_pass++;
-  /* n = 2^31, forced (nothing runs: the buffers are not read) */
-  g.n = (int64_t)1 << 31; g.ldb = K; g.ldd = g.n;
+  /* forced (nothing runs: the buffers are not read): n = 2^31 passes the maps' int32 coordinates;
+  ** m = 4e6, n = 2^30 keeps them but has more tiles than the kernel's int block order counts */
+  static const struct { int64_t m, n; const char *why; } FORCED[] = {
+    { 256, (int64_t)1 << 31, "int32 coordinates" }, { 4000000, (int64_t)1 << 30, "the kernel's block order" },
+  };
+  g.ldb = K;
   for (int i = 0; i < nv; i++) {
     if (!vs[i].tensorop || vs[i].tab != KG_BF16 || vs[i].lay[0] == KG_COL || vs[i].lay[1] == KG_ROW) continue;
     ex.variant = vs[i].name;
     g.type_cd = vs[i].tcd;
-    const char *name = NULL;
-    st = kg_gemm_select(&g, &ex, &name);
-    kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
-    if (st != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "int32 coordinates")) {
-      printf("FAIL %s: n = 2^31 gave '%s', want 'not supported' (int32 coordinates); kg_explain:\n%s", vs[i].name,
-             kg_status_string(st), buf);
-      g_fail++;
-    } else g_pass++;
-    /* m = 4e6, n = 2^30: within the maps, but more tiles than the kernel's int block order counts */
-    g.m = 4000000; g.n = (int64_t)1 << 30; g.ldd = g.n;
-    st = kg_gemm_select(&g, &ex, &name);
-    kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
-    if (st != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "the kernel's block order")) {
-      printf("FAIL %s: m = 4e6, n = 2^30 gave '%s', want 'not supported' (block order); kg_explain:\n%s", vs[i].name,
-             kg_status_string(st), buf);
-      g_fail++;
-    } else g_pass++;
-    g.m = M; g.n = (int64_t)1 << 31; g.ldd = g.n;
+    for (size_t f = 0; f < sizeof FORCED / sizeof FORCED[0]; f++) {
+      g.m = FORCED[f].m; g.n = FORCED[f].n; g.ldd = g.n;
+      const char *name = NULL;
+      st = kg_gemm_select(&g, &ex, &name);
+      kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
+      if (st != KG_ERROR_NOT_SUPPORTED || !strstr(buf, FORCED[f].why)) {
+        printf("FAIL %s: m = %lld, n = %lld gave '%s', want 'not supported' (%s); kg_explain:\n%s", vs[i].name,
+               (long long)g.m, (long long)g.n, kg_status_string(st), FORCED[f].why, buf);
+        g_fail++;
+      } else g_pass++;
+    }
   }
   CK(cudaFree(a)); CK(cudaFree(b)); CK(cudaFree(d));
 }
