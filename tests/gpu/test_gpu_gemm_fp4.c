@@ -586,10 +586,11 @@ static int check_tensorop_tma(const gvar *v) {
     printf("FAIL %s: ldb 2^40, n 1, by dispatch: %s; kg_explain:\n%s", v->name, kg_status_string(st), buf);
     ok = 0;
   }
-  /* n = 2^31, forced: the sizes are claimed, never read */
+  /* n = 2^31, forced: the sizes are claimed; select reads and runs nothing */
   a.n = (int64_t)1 << 31; a.ldb = k / 2; a.ldd = a.n; a.sf_b_bytes = ref_sf_bytes(v->layout, a.n, kv, 1);
   e = exec_for(v->name);
-  const kg_status fs = kg_gemm_fp4(&a, &e);
+  const char *sel = NULL;
+  const kg_status fs = kg_gemm_fp4_select(&a, &e, &sel);
   kg_explain(KG_OP_GEMM_FP4, &a, &e, buf, sizeof buf);
   if (fs != KG_ERROR_NOT_SUPPORTED || !strstr(buf, "int32 coordinates")) {
     printf("FAIL %s: n = 2^31 forced: %s, want 'not supported' (int32 coordinates); kg_explain:\n%s", v->name,
