@@ -108,8 +108,10 @@ typedef struct kg_exec {
 ** copies' coordinates are int32), and its row stride and either its batch
 ** stride (batched, where not 0) or its span ld x rows, in bytes, are below
 ** 2^40.
+** The GPU `tensorop` variants of kg_gemm and kg_dualgemm (CUDA and HIP) also
+** take at most 2^27 - 1 columns of output tiles and 2^31 - 1 tiles in all.
 ** Dispatch passes those variants over otherwise; forced by name they are
-** KG_ERROR_NOT_SUPPORTED, and kg_explain names the operand. */
+** KG_ERROR_NOT_SUPPORTED, and kg_explain says why. */
 typedef enum kg_mode {
   KG_MODE_GEMM = 0,
   KG_MODE_BATCHED,
