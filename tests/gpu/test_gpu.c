@@ -443,7 +443,7 @@ static void check_dispatch_tma(const vinfo *vs, int nv) {
   }
   kg_explain(KG_OP_GEMM, &g, &ex, buf, sizeof buf);
   for (int i = 0; i < nv && !bad; i++)
-    if (vs[i].tensorop && vs[i].tab == KG_BF16 && vs[i].lay[0] != KG_COL && vs[i].lay[1] != KG_ROW) {
+    if (vs[i].tensorop && vs[i].tab == KG_BF16 && vs[i].tcd == KG_BF16 && vs[i].lay[0] != KG_COL && vs[i].lay[1] != KG_ROW) {
       char want[256];
       snprintf(want, sizeof want, "%s: rejected: operand b: strides of", vs[i].name);
       bad = !strstr(buf, want);
