@@ -227,6 +227,8 @@ START_TEST(test_rope_validation) {
   ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_ERROR_INVALID_PROBLEM);
   b = a; b.q = NULL;
   ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_ERROR_INVALID_ARGUMENT);
+  b = a; b.num_kv_heads = INT64_MAX; b.k_stride_n = -5;   /* k NULL: its sizes are not looked at */
+  ck_assert_int_eq(kg_rope_apply(&b, &ex), KG_SUCCESS);
   p[2] = -1;
   ck_assert_int_eq(kg_rope_apply(&a, &ex), KG_ERROR_INVALID_PROBLEM);
   int32_t indptr[3] = { 0, 2, 3 }, offs[2] = { 5, 6 };

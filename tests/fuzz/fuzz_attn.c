@@ -289,8 +289,9 @@ static void fuzz_rope(void) {
   a.head_dim = coin(3) ? pick(-2, 300) : 2 * pick(1, 80);
   a.num_qo_heads = maybe_evil(pick(1, 4), 3); a.num_kv_heads = maybe_evil(pick(1, 4), 3);
   const int64_t N = a.nnz, D = a.head_dim;
-  const int ok = N >= 0 && N <= 12 && D >= 1 && D <= 300 && a.num_qo_heads >= 1 && a.num_qo_heads <= 4 &&
-                 a.num_kv_heads >= 1 && a.num_kv_heads <= 4;
+  /* sizes within the drawn ranges; each operand's head count matters only when it is passed */
+  const int ok = N >= 0 && N <= 12 && D >= 1 && D <= 300;
+  const int ok_q = ok && a.num_qo_heads >= 1 && a.num_qo_heads <= 4, ok_k = ok && a.num_kv_heads >= 1 && a.num_kv_heads <= 4;
   a.q_stride_h = maybe_evil(D + (coin(20) ? pick(0, 6) : 0), 2);
   a.q_stride_n = maybe_evil(sadd(smul(a.num_qo_heads, a.q_stride_h), coin(20) ? pick(0, 6) : 0), 2);
   a.k_stride_h = maybe_evil(D + (coin(20) ? pick(0, 6) : 0), 2);
@@ -305,12 +306,12 @@ static void fuzz_rope(void) {
   int64_t sqo[3] = { a.q_out_stride_n, a.q_out_stride_h, 1 }, sko[3] = { a.k_out_stride_n, a.k_out_stride_h, 1 };
   /* extents of what is passed (nnz = 0 touches nothing); an output only with its input */
   const int use_q = !coin(20), use_k = !coin(20);
-#define EXT(d, st) (N == 0 ? 0 : ok ? span(3, d, st) : -1)
-  void *q = use_q ? ebuf(EXT(dq, sq), a.dtype, &huge) : NULL;
-  void *k = use_k ? ebuf(EXT(dk, sk), a.dtype, &huge) : NULL;
+#define EXT(d, st, fits) (N == 0 ? 0 : (fits) ? span(3, d, st) : -1)
+  void *q = use_q ? ebuf(EXT(dq, sq, ok_q), a.dtype, &huge) : NULL;
+  void *k = use_k ? ebuf(EXT(dk, sk, ok_k), a.dtype, &huge) : NULL;
   a.q = q; a.k = k;
-  void *qo = use_q && !inplace ? ebuf(EXT(dq, sqo), a.dtype, &huge) : NULL;
-  void *ko = use_k && !inplace ? ebuf(EXT(dk, sko), a.dtype, &huge) : NULL;
+  void *qo = use_q && !inplace ? ebuf(EXT(dq, sqo, ok_q), a.dtype, &huge) : NULL;
+  void *ko = use_k && !inplace ? ebuf(EXT(dk, sko, ok_k), a.dtype, &huge) : NULL;
 #undef EXT
   a.q_out = inplace ? q : qo; a.k_out = inplace ? k : ko;
   if (coin(10)) a.q_out = NULL;
