@@ -105,9 +105,10 @@ typedef struct kg_exec {
 ** Tensor maps (kg_gemm, kg_dualgemm and the FP4 GEMMs' CUDA `tensorop`
 ** variants, which read A and the B / W operands by bulk tensor copies): each
 ** such operand's extents are at most 2^31 - 1024 elements (m, n, k; the
-** copies' coordinates are int32), and its row stride and either its batch
-** stride (batched, where not 0) or its span ld x rows, in bytes, are below
-** 2^40.
+** copies' coordinates are int32), and its stride between stored rows
+** (columns when column-major) and either its batch stride (batched with
+** batch_count > 1 and the stride not 0) or else its whole span (that stride
+** times the stored rows), in bytes, are below 2^40.
 ** The GPU `tensorop` variants of kg_gemm and kg_dualgemm (CUDA and HIP) also
 ** take at most 2^27 - 1 columns of output tiles and 2^31 - 1 tiles in all.
 ** Dispatch passes those variants over otherwise; forced by name they are
