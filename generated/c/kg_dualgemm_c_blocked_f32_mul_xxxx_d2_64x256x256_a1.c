@@ -16,30 +16,39 @@ enum { MC = 64, NC = 256, KC = 256, NB = 2 };
 
 typedef struct blocked_buffers { float *ap, *bp[NB], *acc[NB]; } blocked_buffers;
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
-static void kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
-  int i = 0;
-  for (; i + 4 <= mb; i += 4) {
-    float *restrict c0 = acc + (i + 0) * NC, *restrict c1 = acc + (i + 1) * NC;
-    float *restrict c2 = acc + (i + 2) * NC, *restrict c3 = acc + (i + 3) * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[(i + 0) * KC + kk], a1 = ap[(i + 1) * KC + kk];
-      float a2 = ap[(i + 2) * KC + kk], a3 = ap[(i + 3) * KC + kk];
-      for (int j = 0; j < nb; j++) {
-        float bj = b[j];
-        c0[j] += a0 * bj; c1[j] += a1 * bj; c2[j] += a2 * bj; c3[j] += a3 * bj;
+/* Register blocks of the micro-kernel: BLK_MR rows x BLK_NR columns of sums. */
+enum { BLK_MR = 4, BLK_NR = 8 };
+static int kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth, in
+** BLK_MR x BLK_NR blocks of sums held in registers across kb (the fixed-size loops unroll
+** and vectorize). The blocks also cover rows up to mb and columns up to nb rounded up to the
+** block: the packers write zeros there (Ap rows, Bp columns) and those sums are never read.
+** Each sum adds its products in kk order, one multiply and one add each, as a plain loop
+** does (the same bits). */
+static void kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_block(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int mb, int nb, int kb) {
+  for (int i = 0; i < mb; i += BLK_MR)
+    for (int j = 0; j < nb; j += BLK_NR) {
+      float c[BLK_MR][BLK_NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int kk = 0; kk < kb; kk++) {
+        const float *restrict b = bp + kk * NC + j;
+#pragma GCC unroll 8
+        for (int r = 0; r < BLK_MR; r++) {
+          const float a = ap[(i + r) * KC + kk];
+#pragma GCC unroll 8
+          for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        }
       }
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
     }
-  }
-  for (; i < mb; i++) {
-    float *restrict c0 = acc + i * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[i * KC + kk];
-      for (int j = 0; j < nb; j++) c0[j] += a0 * b[j];
-    }
-  }
 }
 
 /* Serial split-K: slice s covers K range [s*per, min(k, (s+1)*per)). */
@@ -92,19 +101,25 @@ static void kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_block(const floa
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int64_t jc = 0; jc < n; jc += NC) {
           int nb = (int)(n - jc < NC ? n - jc : NC);
-          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mb * NC);
+          /* the micro-kernel's whole blocks: zero rows of Ap and columns of Bp past mb, nb */
+          const int mr = kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_round_up(mb, BLK_MR), nr = kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_round_up(nb, BLK_NR);
+          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mr * NC);
           for (int64_t pc = kbeg; pc < kend; pc += KC) {
             int kb = (int)(kend - pc < KC ? kend - pc : KC);
-            for (int i = 0; i < mb; i++)
+            for (int i = 0; i < mr; i++)
               for (int kk = 0; kk < kb; kk++)
-                w.ap[i * KC + kk] = A[(ic + i) * a_rs + (pc + kk) * a_cs];
-            for (int kk = 0; kk < kb; kk++)
+                w.ap[i * KC + kk] = i < mb ? A[(ic + i) * a_rs + (pc + kk) * a_cs] : 0.0f;
+            for (int kk = 0; kk < kb; kk++) {
               for (int j = 0; j < nb; j++)
                 w.bp[0][kk * NC + j] = B0[(pc + kk) * b0_rs + (jc + j) * b0_cs];
+              for (int j = nb; j < nr; j++) w.bp[0][kk * NC + j] = 0.0f;
+            }
             kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_block(w.ap, w.bp[0], w.acc[0], mb, nb, kb);
-            for (int kk = 0; kk < kb; kk++)
+            for (int kk = 0; kk < kb; kk++) {
               for (int j = 0; j < nb; j++)
                 w.bp[1][kk * NC + j] = B1[(pc + kk) * b1_rs + (jc + j) * b1_cs];
+              for (int j = nb; j < nr; j++) w.bp[1][kk * NC + j] = 0.0f;
+            }
             kg_dualgemm_c_blocked_f32_mul_xxxx_d2_64x256x256_a1_block(w.ap, w.bp[1], w.acc[1], mb, nb, kb);
           }
           for (int i = 0; i < mb; i++)

@@ -97,33 +97,41 @@ static inline int64_t kg_sf_off_8x4(int64_t rows, int64_t kv, int64_t g, int64_t
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-/* DM: the most rows of A that take the direct kernel (16-bit A) instead of the panels */
-enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 2, DM = 2 };
+enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 2 };
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
-static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
-  int i = 0;
-  for (; i + 4 <= mb; i += 4) {
-    float *restrict c0 = acc + (i + 0) * NC, *restrict c1 = acc + (i + 1) * NC;
-    float *restrict c2 = acc + (i + 2) * NC, *restrict c3 = acc + (i + 3) * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[(i + 0) * KC + kk], a1 = ap[(i + 1) * KC + kk];
-      float a2 = ap[(i + 2) * KC + kk], a3 = ap[(i + 3) * KC + kk];
-      for (int j = 0; j < nb; j++) {
-        float bj = b[j];
-        c0[j] += a0 * bj; c1[j] += a1 * bj; c2[j] += a2 * bj; c3[j] += a3 * bj;
+/* Register blocks of the micro-kernel: BLK_MR rows x BLK_NR columns of sums. */
+enum { BLK_MR = 4, BLK_NR = 8 };
+static int kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth, in
+** BLK_MR x BLK_NR blocks of sums held in registers across kb (the fixed-size loops unroll
+** and vectorize). The blocks also cover rows up to mb and columns up to nb rounded up to the
+** block: the packers write zeros there (Ap rows, Bp columns) and those sums are never read.
+** Each sum adds its products in kk order, one multiply and one add each, as a plain loop
+** does (the same bits). */
+static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_block(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int mb, int nb, int kb) {
+  for (int i = 0; i < mb; i += BLK_MR)
+    for (int j = 0; j < nb; j += BLK_NR) {
+      float c[BLK_MR][BLK_NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int kk = 0; kk < kb; kk++) {
+        const float *restrict b = bp + kk * NC + j;
+#pragma GCC unroll 8
+        for (int r = 0; r < BLK_MR; r++) {
+          const float a = ap[(i + r) * KC + kk];
+#pragma GCC unroll 8
+          for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        }
       }
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
     }
-  }
-  for (; i < mb; i++) {
-    float *restrict c0 = acc + i * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[i * KC + kk];
-      for (int j = 0; j < nb; j++) c0[j] += a0 * b[j];
-    }
-  }
 }
 
 /* Scale of a scale byte: 2^(s-127); 0xFF is NaN. */
@@ -135,45 +143,200 @@ static inline float kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_scale(uin
 static const float kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
 
+/* A byte's two E2M1 values (one 8-byte load decodes it): q -> { e2m1(q & 15), e2m1(q >> 4) }. */
+typedef struct kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair { float lo, hi; } kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair;
+static const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pairs[256] = {
+  { 0.0f, 0.0f }, { 0.5f, 0.0f }, { 1.0f, 0.0f }, { 1.5f, 0.0f }, { 2.0f, 0.0f }, { 3.0f, 0.0f }, { 4.0f, 0.0f }, { 6.0f, 0.0f },
+  { -0.0f, 0.0f }, { -0.5f, 0.0f }, { -1.0f, 0.0f }, { -1.5f, 0.0f }, { -2.0f, 0.0f }, { -3.0f, 0.0f }, { -4.0f, 0.0f }, { -6.0f, 0.0f },
+  { 0.0f, 0.5f }, { 0.5f, 0.5f }, { 1.0f, 0.5f }, { 1.5f, 0.5f }, { 2.0f, 0.5f }, { 3.0f, 0.5f }, { 4.0f, 0.5f }, { 6.0f, 0.5f },
+  { -0.0f, 0.5f }, { -0.5f, 0.5f }, { -1.0f, 0.5f }, { -1.5f, 0.5f }, { -2.0f, 0.5f }, { -3.0f, 0.5f }, { -4.0f, 0.5f }, { -6.0f, 0.5f },
+  { 0.0f, 1.0f }, { 0.5f, 1.0f }, { 1.0f, 1.0f }, { 1.5f, 1.0f }, { 2.0f, 1.0f }, { 3.0f, 1.0f }, { 4.0f, 1.0f }, { 6.0f, 1.0f },
+  { -0.0f, 1.0f }, { -0.5f, 1.0f }, { -1.0f, 1.0f }, { -1.5f, 1.0f }, { -2.0f, 1.0f }, { -3.0f, 1.0f }, { -4.0f, 1.0f }, { -6.0f, 1.0f },
+  { 0.0f, 1.5f }, { 0.5f, 1.5f }, { 1.0f, 1.5f }, { 1.5f, 1.5f }, { 2.0f, 1.5f }, { 3.0f, 1.5f }, { 4.0f, 1.5f }, { 6.0f, 1.5f },
+  { -0.0f, 1.5f }, { -0.5f, 1.5f }, { -1.0f, 1.5f }, { -1.5f, 1.5f }, { -2.0f, 1.5f }, { -3.0f, 1.5f }, { -4.0f, 1.5f }, { -6.0f, 1.5f },
+  { 0.0f, 2.0f }, { 0.5f, 2.0f }, { 1.0f, 2.0f }, { 1.5f, 2.0f }, { 2.0f, 2.0f }, { 3.0f, 2.0f }, { 4.0f, 2.0f }, { 6.0f, 2.0f },
+  { -0.0f, 2.0f }, { -0.5f, 2.0f }, { -1.0f, 2.0f }, { -1.5f, 2.0f }, { -2.0f, 2.0f }, { -3.0f, 2.0f }, { -4.0f, 2.0f }, { -6.0f, 2.0f },
+  { 0.0f, 3.0f }, { 0.5f, 3.0f }, { 1.0f, 3.0f }, { 1.5f, 3.0f }, { 2.0f, 3.0f }, { 3.0f, 3.0f }, { 4.0f, 3.0f }, { 6.0f, 3.0f },
+  { -0.0f, 3.0f }, { -0.5f, 3.0f }, { -1.0f, 3.0f }, { -1.5f, 3.0f }, { -2.0f, 3.0f }, { -3.0f, 3.0f }, { -4.0f, 3.0f }, { -6.0f, 3.0f },
+  { 0.0f, 4.0f }, { 0.5f, 4.0f }, { 1.0f, 4.0f }, { 1.5f, 4.0f }, { 2.0f, 4.0f }, { 3.0f, 4.0f }, { 4.0f, 4.0f }, { 6.0f, 4.0f },
+  { -0.0f, 4.0f }, { -0.5f, 4.0f }, { -1.0f, 4.0f }, { -1.5f, 4.0f }, { -2.0f, 4.0f }, { -3.0f, 4.0f }, { -4.0f, 4.0f }, { -6.0f, 4.0f },
+  { 0.0f, 6.0f }, { 0.5f, 6.0f }, { 1.0f, 6.0f }, { 1.5f, 6.0f }, { 2.0f, 6.0f }, { 3.0f, 6.0f }, { 4.0f, 6.0f }, { 6.0f, 6.0f },
+  { -0.0f, 6.0f }, { -0.5f, 6.0f }, { -1.0f, 6.0f }, { -1.5f, 6.0f }, { -2.0f, 6.0f }, { -3.0f, 6.0f }, { -4.0f, 6.0f }, { -6.0f, 6.0f },
+  { 0.0f, -0.0f }, { 0.5f, -0.0f }, { 1.0f, -0.0f }, { 1.5f, -0.0f }, { 2.0f, -0.0f }, { 3.0f, -0.0f }, { 4.0f, -0.0f }, { 6.0f, -0.0f },
+  { -0.0f, -0.0f }, { -0.5f, -0.0f }, { -1.0f, -0.0f }, { -1.5f, -0.0f }, { -2.0f, -0.0f }, { -3.0f, -0.0f }, { -4.0f, -0.0f }, { -6.0f, -0.0f },
+  { 0.0f, -0.5f }, { 0.5f, -0.5f }, { 1.0f, -0.5f }, { 1.5f, -0.5f }, { 2.0f, -0.5f }, { 3.0f, -0.5f }, { 4.0f, -0.5f }, { 6.0f, -0.5f },
+  { -0.0f, -0.5f }, { -0.5f, -0.5f }, { -1.0f, -0.5f }, { -1.5f, -0.5f }, { -2.0f, -0.5f }, { -3.0f, -0.5f }, { -4.0f, -0.5f }, { -6.0f, -0.5f },
+  { 0.0f, -1.0f }, { 0.5f, -1.0f }, { 1.0f, -1.0f }, { 1.5f, -1.0f }, { 2.0f, -1.0f }, { 3.0f, -1.0f }, { 4.0f, -1.0f }, { 6.0f, -1.0f },
+  { -0.0f, -1.0f }, { -0.5f, -1.0f }, { -1.0f, -1.0f }, { -1.5f, -1.0f }, { -2.0f, -1.0f }, { -3.0f, -1.0f }, { -4.0f, -1.0f }, { -6.0f, -1.0f },
+  { 0.0f, -1.5f }, { 0.5f, -1.5f }, { 1.0f, -1.5f }, { 1.5f, -1.5f }, { 2.0f, -1.5f }, { 3.0f, -1.5f }, { 4.0f, -1.5f }, { 6.0f, -1.5f },
+  { -0.0f, -1.5f }, { -0.5f, -1.5f }, { -1.0f, -1.5f }, { -1.5f, -1.5f }, { -2.0f, -1.5f }, { -3.0f, -1.5f }, { -4.0f, -1.5f }, { -6.0f, -1.5f },
+  { 0.0f, -2.0f }, { 0.5f, -2.0f }, { 1.0f, -2.0f }, { 1.5f, -2.0f }, { 2.0f, -2.0f }, { 3.0f, -2.0f }, { 4.0f, -2.0f }, { 6.0f, -2.0f },
+  { -0.0f, -2.0f }, { -0.5f, -2.0f }, { -1.0f, -2.0f }, { -1.5f, -2.0f }, { -2.0f, -2.0f }, { -3.0f, -2.0f }, { -4.0f, -2.0f }, { -6.0f, -2.0f },
+  { 0.0f, -3.0f }, { 0.5f, -3.0f }, { 1.0f, -3.0f }, { 1.5f, -3.0f }, { 2.0f, -3.0f }, { 3.0f, -3.0f }, { 4.0f, -3.0f }, { 6.0f, -3.0f },
+  { -0.0f, -3.0f }, { -0.5f, -3.0f }, { -1.0f, -3.0f }, { -1.5f, -3.0f }, { -2.0f, -3.0f }, { -3.0f, -3.0f }, { -4.0f, -3.0f }, { -6.0f, -3.0f },
+  { 0.0f, -4.0f }, { 0.5f, -4.0f }, { 1.0f, -4.0f }, { 1.5f, -4.0f }, { 2.0f, -4.0f }, { 3.0f, -4.0f }, { 4.0f, -4.0f }, { 6.0f, -4.0f },
+  { -0.0f, -4.0f }, { -0.5f, -4.0f }, { -1.0f, -4.0f }, { -1.5f, -4.0f }, { -2.0f, -4.0f }, { -3.0f, -4.0f }, { -4.0f, -4.0f }, { -6.0f, -4.0f },
+  { 0.0f, -6.0f }, { 0.5f, -6.0f }, { 1.0f, -6.0f }, { 1.5f, -6.0f }, { 2.0f, -6.0f }, { 3.0f, -6.0f }, { 4.0f, -6.0f }, { 6.0f, -6.0f },
+  { -0.0f, -6.0f }, { -0.5f, -6.0f }, { -1.0f, -6.0f }, { -1.5f, -6.0f }, { -2.0f, -6.0f }, { -3.0f, -6.0f }, { -4.0f, -6.0f }, { -6.0f, -6.0f },
+};
+
 /* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
-** of KC), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The range's
-** scales come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]).
-** W panel (128x4 scales): dst[kk * NC + i], written a column of rows at a time (each
-** row's bytes reused from cache). */
+** of KC, so even), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The
+** range's scales come first, into sc (NC x KC / BS floats).
+** W panel (128x4 scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], a byte
+** (two kk) of every row at a time, each row's bytes reused from cache; zero columns from rows up to
+** the micro-kernel's block. */
 static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pack_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
                              int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
-    for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[i * (KC / BS) + b] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r0 + i, pc / BS + b)]);
-  for (int kk = 0; kk < kb; kk++) {
+    for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[b * NC + i] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_scale(SF[kg_sf_off_128x4(nrows, kv, g, r0 + i, pc / BS + b)]);
+  const int nr = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_round_up(rows, BLK_NR);
+  for (int kk = 0; kk < kb; kk += 2) {
     const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
-    const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
-    for (int i = 0; i < rows; i++) dst[kk * NC + i] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * (KC / BS) + b];
+    const float *s = sc + (kk / BS) * NC;   /* kk and kk + 1 share a block (BS is even) */
+    float *d0 = dst + kk * NC, *d1 = d0 + NC;
+    if (kk + 1 < kb) {
+      for (int i = 0; i < rows; i++) {
+        const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair q = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pairs[col[i * ld]];
+        d0[i] = q.lo * s[i];
+        d1[i] = q.hi * s[i];
+      }
+      for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
+    } else {   /* odd kb: the last byte's low nibble (its high one lies past k) */
+      for (int i = 0; i < rows; i++) d0[i] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_e2m1[col[i * ld] & 15u] * s[i];
+      for (int i = rows; i < nr; i++) d0[i] = 0.0f;
+    }
   }
 }
 
-/* m <= DM: acc[i * NC + j] (i < mb, j < nb) = the sums over all k of af[i * k + kx] * w(jc + j, kx),
-** w = e2m1(code) * scale as the W panel holds it, added in kx order as the blocked kernel adds
-** them (the same f32 operations, so the same bits), with no panel: each weight byte is read once
-** from W, and eight columns at a time keep eight independent sums per row of A. */
+/* The direct kernel (16-bit A, m <= DIRECT_M): acc[i * NC + j] (i < mb, j < nb) = the sums over
+** all k of af[i * k + kx] * w(jc + j, kx), w = e2m1(code) * scale as the W panel holds it, added
+** in kx order as the blocked kernel adds them (the same f32 operations, so the same bits), with
+** no W panel. Per DR rows of W and K block, the rows' bytes become pairs of e2m1 values e[t][r]
+** (one 8-byte table entry per byte, no arithmetic) and their block scales s[b][r]; then every
+** 4, 2 or 1 rows of A take them (_dfma: the sums in registers, fixed-size loops that unroll and
+** vectorize; w = e * s for DR rows at once). Rows of W past nb decode as zeros and are never
+** stored. */
+enum { DR = 8, DIRECT_M = 8 };
+
+/* acc[i * NC + r] (i < 1, r < DR) += af[i * k + 2t] * w[2t][r], then af[i * k + 2t + 1] * w[2t + 1][r],
+** for t < nt: w = e[t][r] (.lo, .hi) * s[t / (BS / 2)][r]. */
+static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma1(const float *restrict af, int64_t k, const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*restrict e)[DR],
+                          const float (*restrict s)[DR], float *restrict acc, int nt) {
+  float c[1][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 1; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int t = 0; t < nt; t++) {
+    const float *sb = s[t / (BS / 2)];
+    float w0[DR], w1[DR];
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) { w0[r] = e[t][r].lo * sb[r]; w1[r] = e[t][r].hi * sb[r]; }
+#pragma GCC unroll 8
+    for (int i = 0; i < 1; i++) {
+      const float a0 = af[i * k + 2 * t], a1 = af[i * k + 2 * t + 1];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a0 * w0[r];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a1 * w1[r];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 1; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+
+/* acc[i * NC + r] (i < 2, r < DR) += af[i * k + 2t] * w[2t][r], then af[i * k + 2t + 1] * w[2t + 1][r],
+** for t < nt: w = e[t][r] (.lo, .hi) * s[t / (BS / 2)][r]. */
+static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma2(const float *restrict af, int64_t k, const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*restrict e)[DR],
+                          const float (*restrict s)[DR], float *restrict acc, int nt) {
+  float c[2][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int t = 0; t < nt; t++) {
+    const float *sb = s[t / (BS / 2)];
+    float w0[DR], w1[DR];
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) { w0[r] = e[t][r].lo * sb[r]; w1[r] = e[t][r].hi * sb[r]; }
+#pragma GCC unroll 8
+    for (int i = 0; i < 2; i++) {
+      const float a0 = af[i * k + 2 * t], a1 = af[i * k + 2 * t + 1];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a0 * w0[r];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a1 * w1[r];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+
+/* acc[i * NC + r] (i < 4, r < DR) += af[i * k + 2t] * w[2t][r], then af[i * k + 2t + 1] * w[2t + 1][r],
+** for t < nt: w = e[t][r] (.lo, .hi) * s[t / (BS / 2)][r]. */
+static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma4(const float *restrict af, int64_t k, const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*restrict e)[DR],
+                          const float (*restrict s)[DR], float *restrict acc, int nt) {
+  float c[4][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int t = 0; t < nt; t++) {
+    const float *sb = s[t / (BS / 2)];
+    float w0[DR], w1[DR];
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) { w0[r] = e[t][r].lo * sb[r]; w1[r] = e[t][r].hi * sb[r]; }
+#pragma GCC unroll 8
+    for (int i = 0; i < 4; i++) {
+      const float a0 = af[i * k + 2 * t], a1 = af[i * k + 2 * t + 1];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a0 * w0[r];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a1 * w1[r];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+
+/* The direct kernel over columns jc .. jc+nb-1 (above); af: A in f32, mb rows of k. */
 static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(const float *af, int mb, int64_t k, int64_t kv, const uint8_t *W, int64_t ldw,
                              const uint8_t *SF, int64_t n, int64_t g, int64_t jc, int nb, float *acc) {
-  for (int j0 = 0; j0 < nb; j0 += 8) {
-    const int nj = nb - j0 < 8 ? nb - j0 : 8;
-    float c[DM][8] = { { 0.0f } }, sc[8];
-    for (int64_t b = 0; b < kv; b++) {
-      for (int jj = 0; jj < nj; jj++) sc[jj] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_scale(SF[kg_sf_off_128x4(n, kv, g, jc + j0 + jj, b)]);
-      const int64_t k1 = (b + 1) * BS < k ? (b + 1) * BS : k;
-      for (int64_t kx = b * BS; kx < k1; kx++) {
-        const uint8_t *col = W + (jc + j0) * ldw + (kx >> 1);
-        const int sh = (int)(kx & 1) * 4;
-        for (int jj = 0; jj < nj; jj++) {
-          const float w = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_e2m1[(col[jj * ldw] >> sh) & 15u] * sc[jj];
-          for (int i = 0; i < mb; i++) c[i][jj] += af[i * k + kx] * w;
-        }
-      }
-    }
+  kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair e[KC / 2][DR];
+  float s[KC / BS][DR];
+  for (int j0 = 0; j0 < nb; j0 += DR) {
+    const int nj = nb - j0 < DR ? nb - j0 : DR;
     for (int i = 0; i < mb; i++)
-      for (int jj = 0; jj < nj; jj++) acc[i * NC + j0 + jj] = c[i][jj];
+      for (int r = 0; r < DR; r++) acc[i * NC + j0 + r] = 0.0f;
+    if (j0 == 0 || nj < DR) { memset(e, 0, sizeof e); memset(s, 0, sizeof s); }   /* rows past nb: zeros */
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int kn = (int)(k - pc < KC ? k - pc : KC), nt = kn / 2;
+      for (int r = 0; r < nj; r++) {
+        const uint8_t *row = W + (jc + j0 + r) * ldw + pc / 2;
+        for (int b = 0; b < (kn + BS - 1) / BS; b++) s[b][r] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_scale(SF[kg_sf_off_128x4(n, kv, g, jc + j0 + r, pc / BS + b)]);
+        for (int t = 0; t < nt; t++) e[t][r] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pairs[row[t]];
+        if (kn & 1) e[nt][r] = kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pairs[row[nt]];   /* odd k: its .lo is the last element */
+      }
+      for (int i0 = 0; i0 < mb;) {
+        const float *a = af + i0 * k + pc;
+        float *c = acc + i0 * NC + j0;
+        if (mb - i0 >= 4) { kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma4(a, k, (const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*)[DR])e, (const float (*)[DR])s, c, nt); i0 += 4; }
+        else if (mb - i0 >= 2) { kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma2(a, k, (const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*)[DR])e, (const float (*)[DR])s, c, nt); i0 += 2; }
+        else { kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_dfma1(a, k, (const kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pair (*)[DR])e, (const float (*)[DR])s, c, nt); i0 += 1; }
+      }
+      if (kn & 1)   /* the last element, after the others (kx order) */
+        for (int r = 0; r < nj; r++) {
+          const float w = e[nt][r].lo * s[(kn - 1) / BS][r];
+          for (int i = 0; i < mb; i++) acc[i * NC + j0 + r] += af[i * k + pc + kn - 1] * w;
+        }
+    }
   }
 }
 
@@ -190,9 +353,9 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(const floa
     acc[b] = bp[b] + KC * NC;
   }
   float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
-  /* m <= DM: A in f32, the direct kernel's operand */
-  float *af = m <= DM ? (float *)malloc(sizeof(float) * (size_t)(m * k > 0 ? m * k : 1)) : NULL;
-  if (m <= DM && !af) { free(ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
+  /* m <= DIRECT_M: A in f32, the direct kernel's operand */
+  float *af = m <= DIRECT_M ? (float *)malloc(sizeof(float) * (size_t)(m * k > 0 ? m * k : 1)) : NULL;
+  if (m <= DIRECT_M && !af) { free(ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint16_t *A = (const uint16_t *)args->a + zb * args->batch_stride_a;
     const float post_a = 1.0f;
@@ -212,7 +375,7 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(const floa
       int nb = (int)(n - jc < NC ? n - jc : NC);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
+        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_round_up(mb, BLK_MR) * NC);
         if (af) {
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(af, mb, k, kv, W0, args->ldb0, SF0, n, g0, jc, nb, acc[0]);
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(af, mb, k, kv, W1, args->ldb1, SF1, n, g1, jc, nb, acc[1]);
@@ -220,8 +383,8 @@ static void kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_direct(const floa
         const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
         for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
-          for (int i = 0; i < mb; i++)
-            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
+          for (int i = 0; i < kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_round_up(mb, BLK_MR); i++)   /* zero rows past mb */
+            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = i < mb ? kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]) : 0.0f;
           /* dequantize B0[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_pack_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
           kg_fp4dualgemm_c_blocked_mxfp4_bf16_mul_d2_sf128x4_block(ap, bp[0], acc[0], mb, nb, kb);

@@ -93,33 +93,41 @@ static inline int64_t kg_sf_off_8x4(int64_t rows, int64_t kv, int64_t g, int64_t
   return ((g * mt + m / 8) * kt + kb / 4) * 32 + (m % 8) * 4 + kb % 4;
 }
 
-/* DM: the most rows of A that take the direct kernel (16-bit A) instead of the panels */
-enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 1, DM = 2 };
+enum { MC = 64, NC = 256, KC = 256, BS = 32, NB = 1 };
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
-static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
-  int i = 0;
-  for (; i + 4 <= mb; i += 4) {
-    float *restrict c0 = acc + (i + 0) * NC, *restrict c1 = acc + (i + 1) * NC;
-    float *restrict c2 = acc + (i + 2) * NC, *restrict c3 = acc + (i + 3) * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[(i + 0) * KC + kk], a1 = ap[(i + 1) * KC + kk];
-      float a2 = ap[(i + 2) * KC + kk], a3 = ap[(i + 3) * KC + kk];
-      for (int j = 0; j < nb; j++) {
-        float bj = b[j];
-        c0[j] += a0 * bj; c1[j] += a1 * bj; c2[j] += a2 * bj; c3[j] += a3 * bj;
+/* Register blocks of the micro-kernel: BLK_MR rows x BLK_NR columns of sums. */
+enum { BLK_MR = 4, BLK_NR = 8 };
+static int kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_round_up(int x, int to) { return (x + to - 1) / to * to; }
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth, in
+** BLK_MR x BLK_NR blocks of sums held in registers across kb (the fixed-size loops unroll
+** and vectorize). The blocks also cover rows up to mb and columns up to nb rounded up to the
+** block: the packers write zeros there (Ap rows, Bp columns) and those sums are never read.
+** Each sum adds its products in kk order, one multiply and one add each, as a plain loop
+** does (the same bits). */
+static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_block(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int mb, int nb, int kb) {
+  for (int i = 0; i < mb; i += BLK_MR)
+    for (int j = 0; j < nb; j += BLK_NR) {
+      float c[BLK_MR][BLK_NR];
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int kk = 0; kk < kb; kk++) {
+        const float *restrict b = bp + kk * NC + j;
+#pragma GCC unroll 8
+        for (int r = 0; r < BLK_MR; r++) {
+          const float a = ap[(i + r) * KC + kk];
+#pragma GCC unroll 8
+          for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        }
       }
+#pragma GCC unroll 8
+      for (int r = 0; r < BLK_MR; r++)
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
     }
-  }
-  for (; i < mb; i++) {
-    float *restrict c0 = acc + i * NC;
-    for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC;
-      float a0 = ap[i * KC + kk];
-      for (int j = 0; j < nb; j++) c0[j] += a0 * b[j];
-    }
-  }
 }
 
 /* Scale of a scale byte: 2^(s-127); 0xFF is NaN. */
@@ -131,23 +139,74 @@ static inline float kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_scale
 static const float kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
 
+/* A byte's two E2M1 values (one 8-byte load decodes it): q -> { e2m1(q & 15), e2m1(q >> 4) }. */
+typedef struct kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pair { float lo, hi; } kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pair;
+static const kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pair kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pairs[256] = {
+  { 0.0f, 0.0f }, { 0.5f, 0.0f }, { 1.0f, 0.0f }, { 1.5f, 0.0f }, { 2.0f, 0.0f }, { 3.0f, 0.0f }, { 4.0f, 0.0f }, { 6.0f, 0.0f },
+  { -0.0f, 0.0f }, { -0.5f, 0.0f }, { -1.0f, 0.0f }, { -1.5f, 0.0f }, { -2.0f, 0.0f }, { -3.0f, 0.0f }, { -4.0f, 0.0f }, { -6.0f, 0.0f },
+  { 0.0f, 0.5f }, { 0.5f, 0.5f }, { 1.0f, 0.5f }, { 1.5f, 0.5f }, { 2.0f, 0.5f }, { 3.0f, 0.5f }, { 4.0f, 0.5f }, { 6.0f, 0.5f },
+  { -0.0f, 0.5f }, { -0.5f, 0.5f }, { -1.0f, 0.5f }, { -1.5f, 0.5f }, { -2.0f, 0.5f }, { -3.0f, 0.5f }, { -4.0f, 0.5f }, { -6.0f, 0.5f },
+  { 0.0f, 1.0f }, { 0.5f, 1.0f }, { 1.0f, 1.0f }, { 1.5f, 1.0f }, { 2.0f, 1.0f }, { 3.0f, 1.0f }, { 4.0f, 1.0f }, { 6.0f, 1.0f },
+  { -0.0f, 1.0f }, { -0.5f, 1.0f }, { -1.0f, 1.0f }, { -1.5f, 1.0f }, { -2.0f, 1.0f }, { -3.0f, 1.0f }, { -4.0f, 1.0f }, { -6.0f, 1.0f },
+  { 0.0f, 1.5f }, { 0.5f, 1.5f }, { 1.0f, 1.5f }, { 1.5f, 1.5f }, { 2.0f, 1.5f }, { 3.0f, 1.5f }, { 4.0f, 1.5f }, { 6.0f, 1.5f },
+  { -0.0f, 1.5f }, { -0.5f, 1.5f }, { -1.0f, 1.5f }, { -1.5f, 1.5f }, { -2.0f, 1.5f }, { -3.0f, 1.5f }, { -4.0f, 1.5f }, { -6.0f, 1.5f },
+  { 0.0f, 2.0f }, { 0.5f, 2.0f }, { 1.0f, 2.0f }, { 1.5f, 2.0f }, { 2.0f, 2.0f }, { 3.0f, 2.0f }, { 4.0f, 2.0f }, { 6.0f, 2.0f },
+  { -0.0f, 2.0f }, { -0.5f, 2.0f }, { -1.0f, 2.0f }, { -1.5f, 2.0f }, { -2.0f, 2.0f }, { -3.0f, 2.0f }, { -4.0f, 2.0f }, { -6.0f, 2.0f },
+  { 0.0f, 3.0f }, { 0.5f, 3.0f }, { 1.0f, 3.0f }, { 1.5f, 3.0f }, { 2.0f, 3.0f }, { 3.0f, 3.0f }, { 4.0f, 3.0f }, { 6.0f, 3.0f },
+  { -0.0f, 3.0f }, { -0.5f, 3.0f }, { -1.0f, 3.0f }, { -1.5f, 3.0f }, { -2.0f, 3.0f }, { -3.0f, 3.0f }, { -4.0f, 3.0f }, { -6.0f, 3.0f },
+  { 0.0f, 4.0f }, { 0.5f, 4.0f }, { 1.0f, 4.0f }, { 1.5f, 4.0f }, { 2.0f, 4.0f }, { 3.0f, 4.0f }, { 4.0f, 4.0f }, { 6.0f, 4.0f },
+  { -0.0f, 4.0f }, { -0.5f, 4.0f }, { -1.0f, 4.0f }, { -1.5f, 4.0f }, { -2.0f, 4.0f }, { -3.0f, 4.0f }, { -4.0f, 4.0f }, { -6.0f, 4.0f },
+  { 0.0f, 6.0f }, { 0.5f, 6.0f }, { 1.0f, 6.0f }, { 1.5f, 6.0f }, { 2.0f, 6.0f }, { 3.0f, 6.0f }, { 4.0f, 6.0f }, { 6.0f, 6.0f },
+  { -0.0f, 6.0f }, { -0.5f, 6.0f }, { -1.0f, 6.0f }, { -1.5f, 6.0f }, { -2.0f, 6.0f }, { -3.0f, 6.0f }, { -4.0f, 6.0f }, { -6.0f, 6.0f },
+  { 0.0f, -0.0f }, { 0.5f, -0.0f }, { 1.0f, -0.0f }, { 1.5f, -0.0f }, { 2.0f, -0.0f }, { 3.0f, -0.0f }, { 4.0f, -0.0f }, { 6.0f, -0.0f },
+  { -0.0f, -0.0f }, { -0.5f, -0.0f }, { -1.0f, -0.0f }, { -1.5f, -0.0f }, { -2.0f, -0.0f }, { -3.0f, -0.0f }, { -4.0f, -0.0f }, { -6.0f, -0.0f },
+  { 0.0f, -0.5f }, { 0.5f, -0.5f }, { 1.0f, -0.5f }, { 1.5f, -0.5f }, { 2.0f, -0.5f }, { 3.0f, -0.5f }, { 4.0f, -0.5f }, { 6.0f, -0.5f },
+  { -0.0f, -0.5f }, { -0.5f, -0.5f }, { -1.0f, -0.5f }, { -1.5f, -0.5f }, { -2.0f, -0.5f }, { -3.0f, -0.5f }, { -4.0f, -0.5f }, { -6.0f, -0.5f },
+  { 0.0f, -1.0f }, { 0.5f, -1.0f }, { 1.0f, -1.0f }, { 1.5f, -1.0f }, { 2.0f, -1.0f }, { 3.0f, -1.0f }, { 4.0f, -1.0f }, { 6.0f, -1.0f },
+  { -0.0f, -1.0f }, { -0.5f, -1.0f }, { -1.0f, -1.0f }, { -1.5f, -1.0f }, { -2.0f, -1.0f }, { -3.0f, -1.0f }, { -4.0f, -1.0f }, { -6.0f, -1.0f },
+  { 0.0f, -1.5f }, { 0.5f, -1.5f }, { 1.0f, -1.5f }, { 1.5f, -1.5f }, { 2.0f, -1.5f }, { 3.0f, -1.5f }, { 4.0f, -1.5f }, { 6.0f, -1.5f },
+  { -0.0f, -1.5f }, { -0.5f, -1.5f }, { -1.0f, -1.5f }, { -1.5f, -1.5f }, { -2.0f, -1.5f }, { -3.0f, -1.5f }, { -4.0f, -1.5f }, { -6.0f, -1.5f },
+  { 0.0f, -2.0f }, { 0.5f, -2.0f }, { 1.0f, -2.0f }, { 1.5f, -2.0f }, { 2.0f, -2.0f }, { 3.0f, -2.0f }, { 4.0f, -2.0f }, { 6.0f, -2.0f },
+  { -0.0f, -2.0f }, { -0.5f, -2.0f }, { -1.0f, -2.0f }, { -1.5f, -2.0f }, { -2.0f, -2.0f }, { -3.0f, -2.0f }, { -4.0f, -2.0f }, { -6.0f, -2.0f },
+  { 0.0f, -3.0f }, { 0.5f, -3.0f }, { 1.0f, -3.0f }, { 1.5f, -3.0f }, { 2.0f, -3.0f }, { 3.0f, -3.0f }, { 4.0f, -3.0f }, { 6.0f, -3.0f },
+  { -0.0f, -3.0f }, { -0.5f, -3.0f }, { -1.0f, -3.0f }, { -1.5f, -3.0f }, { -2.0f, -3.0f }, { -3.0f, -3.0f }, { -4.0f, -3.0f }, { -6.0f, -3.0f },
+  { 0.0f, -4.0f }, { 0.5f, -4.0f }, { 1.0f, -4.0f }, { 1.5f, -4.0f }, { 2.0f, -4.0f }, { 3.0f, -4.0f }, { 4.0f, -4.0f }, { 6.0f, -4.0f },
+  { -0.0f, -4.0f }, { -0.5f, -4.0f }, { -1.0f, -4.0f }, { -1.5f, -4.0f }, { -2.0f, -4.0f }, { -3.0f, -4.0f }, { -4.0f, -4.0f }, { -6.0f, -4.0f },
+  { 0.0f, -6.0f }, { 0.5f, -6.0f }, { 1.0f, -6.0f }, { 1.5f, -6.0f }, { 2.0f, -6.0f }, { 3.0f, -6.0f }, { 4.0f, -6.0f }, { 6.0f, -6.0f },
+  { -0.0f, -6.0f }, { -0.5f, -6.0f }, { -1.0f, -6.0f }, { -1.5f, -6.0f }, { -2.0f, -6.0f }, { -3.0f, -6.0f }, { -4.0f, -6.0f }, { -6.0f, -6.0f },
+};
+
 /* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
-** of KC), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The range's
-** scales come first, into sc (NC x KC / BS floats: row i, block b at sc[i * (KC / BS) + b]).
-** W panel (linear scales): dst[kk * NC + i], written a column of rows at a time (each
-** row's bytes reused from cache). */
+** of KC, so even), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The
+** range's scales come first, into sc (NC x KC / BS floats).
+** W panel (linear scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], a byte
+** (two kk) of every row at a time, each row's bytes reused from cache; zero columns from rows up to
+** the micro-kernel's block. */
 static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
                              int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
-    for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[i * (KC / BS) + b] = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_scale(SF[kg_sf_off_linear(nrows, kv, g, r0 + i, pc / BS + b)]);
-  for (int kk = 0; kk < kb; kk++) {
+    for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[b * NC + i] = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_scale(SF[kg_sf_off_linear(nrows, kv, g, r0 + i, pc / BS + b)]);
+  const int nr = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_round_up(rows, BLK_NR);
+  for (int kk = 0; kk < kb; kk += 2) {
     const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
-    const int sh = (int)((pc + kk) & 1) * 4, b = kk / BS;
-    for (int i = 0; i < rows; i++) dst[kk * NC + i] = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_e2m1[(col[i * ld] >> sh) & 15u] * sc[i * (KC / BS) + b];
+    const float *s = sc + (kk / BS) * NC;   /* kk and kk + 1 share a block (BS is even) */
+    float *d0 = dst + kk * NC, *d1 = d0 + NC;
+    if (kk + 1 < kb) {
+      for (int i = 0; i < rows; i++) {
+        const kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pair q = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pairs[col[i * ld]];
+        d0[i] = q.lo * s[i];
+        d1[i] = q.hi * s[i];
+      }
+      for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
+    } else {   /* odd kb: the last byte's low nibble (its high one lies past k) */
+      for (int i = 0; i < rows; i++) d0[i] = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_e2m1[col[i * ld] & 15u] * s[i];
+      for (int i = rows; i < nr; i++) d0[i] = 0.0f;
+    }
   }
 }
 
-/* A panel (linear scales): dst[i * KC + kk], a row at a time. */
+/* A panel (linear scales; sc[i * (KC / BS) + b]): dst[i * KC + kk], a row at a time;
+** zero rows from rows up to the micro-kernel's block. */
 static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
                              int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
@@ -159,6 +218,8 @@ static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(const 
       dst[i * KC + kk] = kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_e2m1[(row[kx >> 1] >> ((kx & 1) * 4)) & 15u] * sc[i * (KC / BS) + kk / BS];
     }
   }
+  for (int i = rows; i < kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_round_up(rows, BLK_MR); i++)
+    for (int kk = 0; kk < kb; kk++) dst[i * KC + kk] = 0.0f;
 }
 
  kg_status kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear(const kg_gemm_fp4_args *args, const kg_exec *exec) {
@@ -187,7 +248,7 @@ static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(const 
       int nb = (int)(n - jc < NC ? n - jc : NC);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
+        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_round_up(mb, BLK_MR) * NC);
         const int64_t kp = k;
         for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);

@@ -149,7 +149,10 @@ static const shape SHAPES[] = {
   { 17, 130, 200, 1, 1, 1 },  /* kv 13 / 7: not multiples of 4; bias row */
   { 70, 300, 64, 1, 0, 1 },   /* more than one M and N block */
   { 2, 9, 546, 0, 0, 1 },     /* more than two K blocks, ragged */
-  { 1, 300, 200, 1, 0, 1 },   /* m <= 2 (the C backend's direct kernel) over two N panels */
+  { 1, 300, 200, 1, 0, 1 },   /* the C backend's direct kernel (m <= 8) over two N panels */
+  { 7, 45, 300, 1, 0, 1 },    /* direct kernel: row blocks of 4, 2 and 1; a part block of 8 columns */
+  { 8, 19, 522, 1, 1, 1 },    /* direct kernel's largest m; ragged last K block */
+  { 9, 23, 260, 1, 0, 1 },    /* the panels from m = 9 */
 };
 
 START_TEST(test_every_c_variant) {
@@ -280,6 +283,76 @@ START_TEST(test_exact_small) {
                       fmt_name(f), (long long)i, (long long)j, tu_get(p.a.d, KG_BF16, i * p.a.ldd + j), s);
       }
     free_gprob(&p);
+  }
+}
+END_TEST
+
+/* Batch invariance on the C backend: a row of D does not depend on m. The direct kernel (m <= 8)
+** and the panels (m >= 9) add the same f32 products in the same k order, so rows 0 .. m-1 of an
+** m-row product equal, bit for bit, those of the 9-row product on the same A rows; NaN and Inf in
+** A propagate alike (row 1 holds them; NaN payloads may differ). */
+START_TEST(test_rows_independent_of_m) {
+  for (int f = 0; f < 2; f++)
+    for (int ti = 0; ti < 2; ti++) {
+      const kg_dtype t = ti ? KG_F16 : KG_BF16;
+      gprob p = make_gprob(9, 301, 584, t, f, KG_SF_SWIZZLED_128X4, 1, 1, 0, 4100 + 2 * f + ti);
+      tu_set((void *)p.a.a, t, p.a.lda + 5, NAN);
+      tu_set((void *)p.a.a, t, p.a.lda + 300, INFINITY);
+      kg_exec e = tu_exec_c();
+      ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+      const size_t bytes = (size_t)(9 * p.a.ldd) * 2;
+      uint8_t *d9 = malloc(bytes);
+      memcpy(d9, p.a.d, bytes);
+      for (int64_t m = 1; m <= 8; m++) {
+        tu_poison(p.a.d, t, 9 * p.a.ldd);
+        kg_gemm_fp4_args a = p.a;
+        a.m = m;
+        ck_assert_int_eq(kg_gemm_fp4(&a, &e), KG_SUCCESS);
+        for (int64_t i = 0; i < m * p.a.ldd; i++) {   /* the same bits; NaN payloads may differ */
+          const double x = tu_get(p.a.d, t, i), y = tu_get(d9, t, i);
+          ck_assert_msg((isnan(x) && isnan(y)) || memcmp((uint8_t *)p.a.d + 2 * i, d9 + 2 * i, 2) == 0,
+                        "%s %s: D(%lld, %lld) = %g at m = %lld, %g at m = 9", fmt_name(f), tu_dtype_name(t),
+                        (long long)(i / p.a.ldd), (long long)(i % p.a.ldd), x, (long long)m, y);
+        }
+        ck_assert(tu_is_poison(p.a.d, t, m * p.a.ldd));   /* row m untouched */
+      }
+      free(d9);
+      free_gprob(&p);
+    }
+}
+END_TEST
+
+/* The order of the f32 sums, at every m (the direct kernel to m = 8, the panels from 9): each
+** output adds its products in k order, one f32 add each. Row i of A is 2^14 at k = 0 and 1 from
+** the second scale block on, every weight 2^10 at k = 0 and 1 past the first block: the sum
+** 2^24 + 1 + 1 + ... stays 2^24 in f32 (each 1 rounds away, to even), so with C = 2^24 and
+** beta = -1, D is 0 exactly; any other order (pairs of products first, partial sums) leaves
+** up to k - 16 there. */
+START_TEST(test_sum_order) {
+  for (int f = 0; f < 2; f++) {
+    const int64_t n = 19, k = 584, bsz = f == KG_FP4_NVFP4 ? 16 : 32, kv = (k + bsz - 1) / bsz;
+    for (int64_t m = 1; m <= 9; m++) {
+      gprob p = make_gprob(m, n, k, KG_BF16, f, KG_SF_LINEAR, 0, 1, 1, 4200 + (uint64_t)m);
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t kk = 0; kk < k; kk++)
+          tu_set((void *)p.a.a, KG_BF16, i * p.a.lda + kk, kk == 0 ? 16384.0 : kk >= bsz ? 1.0 : 0.0);
+      uint8_t *B = (uint8_t *)p.a.b, *S = (uint8_t *)p.a.sf_b;
+      for (int64_t j = 0; j < n; j++) {
+        for (int64_t kk = 0; kk < k / 2; kk++) B[j * p.a.ldb + kk] = kk == 0 ? 0x06 /* 4, 0 */ : kk < bsz / 2 ? 0 : 0x22;
+        for (int64_t b = 0; b < kv; b++)   /* block 0: 256 (4 * 256 = 2^10), the others 1 */
+          S[ref_sf_off(KG_SF_LINEAR, n, kv, 0, j, b)] = f == KG_FP4_NVFP4 ? (b ? 0x38 : 0x78) : (b ? 127 : 135);
+      }
+      for (int64_t j = 0; j < n; j++) tu_set((void *)p.a.c, KG_BF16, j, 16777216.0);
+      p.a.alpha = 1.0f;
+      p.a.beta = -1.0f;
+      kg_exec e = tu_exec_c();
+      ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++)
+          ck_assert_msg(tu_get(p.a.d, KG_BF16, i * p.a.ldd + j) == 0.0, "%s m = %lld: D(%lld, %lld) = %g, not 0",
+                        fmt_name(f), (long long)m, (long long)i, (long long)j, tu_get(p.a.d, KG_BF16, i * p.a.ldd + j));
+      free_gprob(&p);
+    }
   }
 }
 END_TEST
@@ -576,6 +649,8 @@ Suite *gemm_fp4_suite(void) {
   tcase_add_test(tc, test_every_c_variant);
   tcase_add_test(tc, test_w4a4_c_variants);
   tcase_add_test(tc, test_exact_small);
+  tcase_add_test(tc, test_rows_independent_of_m);
+  tcase_add_test(tc, test_sum_order);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);
   tcase_add_test(tc, test_workspace_contract);
