@@ -8,6 +8,7 @@
 #   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
 #   make fuzz       argument fuzz of the public entry points under ASan and UBSan (C backend)
 #   make bench      kg vs cuBLAS on the GPU
+#   make bench-cpu  the C backend on one core (FP4 vs kg's bf16 on the same shapes)
 # Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
 # KG_CUDA=0 / KG_HIP=0 to leave a backend out.
 
@@ -46,7 +47,7 @@ ifeq ($(KG_HIP),1)
   LDLIBS += -lamdhip64 -lstdc++
 endif
 
-.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn build/demo build/fp4_ffn build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
+.PHONY: all gen deps lib demo check test test-gpu test-gpu-host fuzz san-lib bench clean list build/fuzz_fp4 build/fuzz_gemm build/fuzz_attn build/demo build/fp4_ffn build/check_kg build/test_gpu build/test_gpu_dual build/test_gpu_fp4 build/test_gpu_gemm_fp4 build/test_gpu_dualgemm_fp4 build/test_gpu_attn build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode build/bench_cpu bench-cpu
 all: lib
 
 deps:
@@ -195,6 +196,14 @@ bench:
 	$(MAKE) KG_CUDA=1 KG_HIP=0 -j$$(nproc) build/bench_gemm build/bench_dualgemm build/bench_fp4 build/bench_decode
 	build/bench_gemm && build/bench_dualgemm && build/bench_fp4 && build/bench_decode
 	@if python3 -c 'import torch' 2>/dev/null; then python3 bench/peer_sdpa.py; else echo "bench/peer_sdpa.py: no PyTorch here, no SDPA peer row"; fi
+
+# The C backend's rows (bench-cpu builds it on a C-only libkg).
+build/bench_cpu: bench/bench_cpu.c $(B)/libkg.a
+	$(CC) $(KG_CFLAGS) $< $(B)/libkg.a $(LDLIBS) -o $@
+
+bench-cpu:
+	$(MAKE) KG_CUDA=0 KG_HIP=0 build/bench_cpu
+	build/bench_cpu
 
 clean:
 	rm -rf build
