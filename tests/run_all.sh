@@ -53,6 +53,8 @@ command -v hipcc >/dev/null || skipped hipcc-gfx90a "hipcc not found: generated 
 step build-all make -j"$JOBS" lib
 step check-suites sh -c "make -j$JOBS KG_CUDA=0 KG_HIP=0 build/check_kg && build/check_kg"
 step demo make demo
+# The CPU bench's program, one call per row at m = 1 (its checks of the outputs must pass).
+step bench-cpu sh -c "make KG_CUDA=0 KG_HIP=0 build/bench_cpu && KG_BENCH_MS=1 KG_BENCH_REPS=1 build/bench_cpu"
 step fuzz make -j"$JOBS" fuzz
 
 printf '\n==== make test summary ====\n%s' "$summary"
