@@ -123,18 +123,29 @@ static inline void kg_fp4_c_quantize_mxfp4_bf16_sflinear_rdown_item(const fp4_pa
   const int64_t left = p->k - kb * 32;
   const int n = left < 32 ? (int)left : 32;
   float v[32];
-  float amax = 0.0f;          /* NaN elements never win the comparison */
-  for (int j = 0; j < 32; j++) {
-    v[j] = j < n ? kg_bf16_to_f32(x[j]) : 0.0f;
-    const float a = kg_fp4_abs(v[j]);
-    if (a > amax) amax = a;
+  if (n == 32) {
+    for (int j = 0; j < 32; j++) v[j] = kg_bf16_to_f32(x[j]);
+  } else {
+    for (int j = 0; j < 32; j++) v[j] = j < n ? kg_bf16_to_f32(x[j]) : 0.0f;
   }
+  /* amax: the largest |v| that is not NaN (NaN never wins the comparison), or 0; kept per
+  ** lane of 4 and then joined, which gives the same value in any order (no -0: |v|) */
+  float lane[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+  for (int j = 0; j < 32; j += 4)
+    for (int l = 0; l < 4; l++) {
+      const float a = kg_fp4_abs(v[j + l]);
+      lane[l] = a > lane[l] ? a : lane[l];
+    }
+  const float amax01 = lane[1] > lane[0] ? lane[1] : lane[0], amax23 = lane[3] > lane[2] ? lane[3] : lane[2];
+  const float amax = amax23 > amax01 ? amax23 : amax01;
   const uint32_t s = kg_ue8m0_scale(amax, 1);
   const float es = kg_fp4_exp2i(127 - (int)s);  /* 1 / 2^(s - 127), exact */
   *sf = (uint8_t)s;
   uint8_t *q = p->q + g * p->bsq + m * p->ldq + kb * 16;
+  uint32_t c[32];   /* codes: one loop of the branch-free encoder (it vectorizes), then the bytes */
+  for (int j = 0; j < 32; j++) c[j] = kg_e2m1_enc(v[j] * es);
   for (int j = 0; j < 32; j += 2)
-    if (j < n) q[j / 2] = (uint8_t)(kg_e2m1_enc(v[j] * es) | (kg_e2m1_enc(v[j + 1] * es) << 4));
+    if (j < n) q[j / 2] = (uint8_t)(c[j] | (c[j + 1] << 4));
 }
 
  kg_status kg_fp4_c_quantize_mxfp4_bf16_sflinear_rdown(const kg_fp4_args *args, const kg_exec *exec) {

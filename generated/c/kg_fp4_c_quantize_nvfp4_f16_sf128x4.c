@@ -123,20 +123,31 @@ static inline void kg_fp4_c_quantize_nvfp4_f16_sf128x4_item(const fp4_params *p,
   const int64_t left = p->k - kb * 16;
   const int n = left < 16 ? (int)left : 16;
   float v[16];
-  float amax = 0.0f;          /* NaN elements never win the comparison */
-  for (int j = 0; j < 16; j++) {
-    v[j] = j < n ? kg_f16_to_f32(x[j]) : 0.0f;
-    const float a = kg_fp4_abs(v[j]);
-    if (a > amax) amax = a;
+  if (n == 16) {
+    for (int j = 0; j < 16; j++) v[j] = kg_f16_to_f32(x[j]);
+  } else {
+    for (int j = 0; j < 16; j++) v[j] = j < n ? kg_f16_to_f32(x[j]) : 0.0f;
   }
+  /* amax: the largest |v| that is not NaN (NaN never wins the comparison), or 0; kept per
+  ** lane of 4 and then joined, which gives the same value in any order (no -0: |v|) */
+  float lane[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+  for (int j = 0; j < 16; j += 4)
+    for (int l = 0; l < 4; l++) {
+      const float a = kg_fp4_abs(v[j + l]);
+      lane[l] = a > lane[l] ? a : lane[l];
+    }
+  const float amax01 = lane[1] > lane[0] ? lane[1] : lane[0], amax23 = lane[3] > lane[2] ? lane[3] : lane[2];
+  const float amax = amax23 > amax01 ? amax23 : amax01;
   const float gs = p->gs ? p->gs[g] : 1.0f;
   const uint32_t s = kg_e4m3_enc(gs * (amax / 6.0f));
   const float dq = kg_e4m3_dec(s) / gs;          /* the dequantization scale */
   const float es = dq != 0.0f ? 1.0f / dq : 0.0f;
   *sf = (uint8_t)s;
   uint8_t *q = p->q + g * p->bsq + m * p->ldq + kb * 8;
+  uint32_t c[16];   /* codes: one loop of the branch-free encoder (it vectorizes), then the bytes */
+  for (int j = 0; j < 16; j++) c[j] = kg_e2m1_enc(v[j] * es);
   for (int j = 0; j < 16; j += 2)
-    if (j < n) q[j / 2] = (uint8_t)(kg_e2m1_enc(v[j] * es) | (kg_e2m1_enc(v[j + 1] * es) << 4));
+    if (j < n) q[j / 2] = (uint8_t)(c[j] | (c[j + 1] << 4));
 }
 
  kg_status kg_fp4_c_quantize_nvfp4_f16_sf128x4(const kg_fp4_args *args, const kg_exec *exec) {

@@ -139,11 +139,8 @@ static inline float kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_af
   return kg_e4m3_dec(s);
 }
 
-/* E2M1 code -> value (kg_e2m1_dec's values: -0 for code 8). */
-static const float kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                        -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
-
-/* A byte's two E2M1 values (one 8-byte load decodes it): q -> { e2m1(q & 15), e2m1(q >> 4) }. */
+/* A byte's two E2M1 values (kg_e2m1_dec's: -0 for code 8), one 8-byte load per byte:
+** q -> { e2m1(q & 15), e2m1(q >> 4) }. */
 typedef struct kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair { float lo, hi; } kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair;
 static const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pairs[256] = {
   { 0.0f, 0.0f }, { 0.5f, 0.0f }, { 1.0f, 0.0f }, { 1.5f, 0.0f }, { 2.0f, 0.0f }, { 3.0f, 0.0f }, { 4.0f, 0.0f }, { 6.0f, 0.0f },
@@ -181,8 +178,8 @@ static const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8
 };
 
 /* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
-** of KC, so even), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The
-** range's scales come first, into sc (NC x KC / BS floats).
+** of KC; kb even, as k is: kg_fp4.c checks), of the packed matrix Q (ld bytes) with scales SF
+** (group g of `nrows` rows). The range's scales come first, into sc (NC x KC / BS floats).
 ** W panel (128x4 scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], a byte
 ** (two kk) of every row at a time, each row's bytes reused from cache; zero columns from rows up to
 ** the micro-kernel's block. */
@@ -195,17 +192,12 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
     const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
     const float *s = sc + (kk / BS) * NC;   /* kk and kk + 1 share a block (BS is even) */
     float *d0 = dst + kk * NC, *d1 = d0 + NC;
-    if (kk + 1 < kb) {
-      for (int i = 0; i < rows; i++) {
-        const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair q = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pairs[col[i * ld]];
-        d0[i] = q.lo * s[i];
-        d1[i] = q.hi * s[i];
-      }
-      for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
-    } else {   /* odd kb: the last byte's low nibble (its high one lies past k) */
-      for (int i = 0; i < rows; i++) d0[i] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_e2m1[col[i * ld] & 15u] * s[i];
-      for (int i = rows; i < nr; i++) d0[i] = 0.0f;
+    for (int i = 0; i < rows; i++) {
+      const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair q = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pairs[col[i * ld]];
+      d0[i] = q.lo * s[i];
+      d1[i] = q.hi * s[i];
     }
+    for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
   }
 }
 
@@ -217,9 +209,11 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
     for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[i * (KC / BS) + b] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_scale(SF[kg_sf_off_8x4(nrows, kv, g, r0 + i, pc / BS + b)]);
   for (int i = 0; i < rows; i++) {
     const uint8_t *row = Q + (r0 + i) * ld;
-    for (int kk = 0; kk < kb; kk++) {
-      const int64_t kx = pc + kk;
-      dst[i * KC + kk] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_e2m1[(row[kx >> 1] >> ((kx & 1) * 4)) & 15u] * sc[i * (KC / BS) + kk / BS];
+    for (int kk = 0; kk < kb; kk += 2) {
+      const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pair q = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pairs[row[(pc + kk) >> 1]];
+      const float sv = sc[i * (KC / BS) + kk / BS];
+      dst[i * KC + kk] = q.lo * sv;
+      dst[i * KC + kk + 1] = q.hi * sv;
     }
   }
   for (int i = rows; i < kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_round_up(rows, BLK_MR); i++)

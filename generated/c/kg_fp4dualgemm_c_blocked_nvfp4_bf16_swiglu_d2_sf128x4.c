@@ -6,6 +6,7 @@
 ** N blocks of NC columns x K blocks of KC; the A block is packed into an f32
 ** panel, each W block is dequantized into an f32 panel while packing
 ** (e2m1(q) * f32(sf), exact in f32), and alpha / gs multiplies the f32 sum.
+** For m <= DIRECT_M the direct kernel (below) takes the product instead, with the same bits.
 ** The A panel feeds both products; the op acts on the output-typed D0, D1.
 ** Batches run one after another; an FP4 operand with batch stride 0 has one scale group. */
 #include "kg_internal.h"
@@ -139,11 +140,8 @@ static inline float kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_scale(
   return kg_e4m3_dec(s);
 }
 
-/* E2M1 code -> value (kg_e2m1_dec's values: -0 for code 8). */
-static const float kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_e2m1[16] = { 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                        -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f };
-
-/* A byte's two E2M1 values (one 8-byte load decodes it): q -> { e2m1(q & 15), e2m1(q >> 4) }. */
+/* A byte's two E2M1 values (kg_e2m1_dec's: -0 for code 8), one 8-byte load per byte:
+** q -> { e2m1(q & 15), e2m1(q >> 4) }. */
 typedef struct kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair { float lo, hi; } kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair;
 static const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pairs[256] = {
   { 0.0f, 0.0f }, { 0.5f, 0.0f }, { 1.0f, 0.0f }, { 1.5f, 0.0f }, { 2.0f, 0.0f }, { 3.0f, 0.0f }, { 4.0f, 0.0f }, { 6.0f, 0.0f },
@@ -181,8 +179,8 @@ static const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair kg_fp4du
 };
 
 /* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
-** of KC, so even), of the packed matrix Q (ld bytes) with scales SF (group g of `nrows` rows). The
-** range's scales come first, into sc (NC x KC / BS floats).
+** of KC; kb even, as k is: kg_fp4.c checks), of the packed matrix Q (ld bytes) with scales SF
+** (group g of `nrows` rows). The range's scales come first, into sc (NC x KC / BS floats).
 ** W panel (128x4 scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], a byte
 ** (two kk) of every row at a time, each row's bytes reused from cache; zero columns from rows up to
 ** the micro-kernel's block. */
@@ -195,17 +193,12 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pack_w(const u
     const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
     const float *s = sc + (kk / BS) * NC;   /* kk and kk + 1 share a block (BS is even) */
     float *d0 = dst + kk * NC, *d1 = d0 + NC;
-    if (kk + 1 < kb) {
-      for (int i = 0; i < rows; i++) {
-        const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair q = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pairs[col[i * ld]];
-        d0[i] = q.lo * s[i];
-        d1[i] = q.hi * s[i];
-      }
-      for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
-    } else {   /* odd kb: the last byte's low nibble (its high one lies past k) */
-      for (int i = 0; i < rows; i++) d0[i] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_e2m1[col[i * ld] & 15u] * s[i];
-      for (int i = rows; i < nr; i++) d0[i] = 0.0f;
+    for (int i = 0; i < rows; i++) {
+      const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair q = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pairs[col[i * ld]];
+      d0[i] = q.lo * s[i];
+      d1[i] = q.hi * s[i];
     }
+    for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
   }
 }
 
@@ -317,12 +310,11 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_direct(const f
       for (int r = 0; r < DR; r++) acc[i * NC + j0 + r] = 0.0f;
     if (j0 == 0 || nj < DR) { memset(e, 0, sizeof e); memset(s, 0, sizeof s); }   /* rows past nb: zeros */
     for (int64_t pc = 0; pc < k; pc += KC) {
-      const int kn = (int)(k - pc < KC ? k - pc : KC), nt = kn / 2;
+      const int kn = (int)(k - pc < KC ? k - pc : KC), nt = kn / 2;   /* kn is even, as k is */
       for (int r = 0; r < nj; r++) {
         const uint8_t *row = W + (jc + j0 + r) * ldw + pc / 2;
         for (int b = 0; b < (kn + BS - 1) / BS; b++) s[b][r] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_scale(SF[kg_sf_off_128x4(n, kv, g, jc + j0 + r, pc / BS + b)]);
         for (int t = 0; t < nt; t++) e[t][r] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pairs[row[t]];
-        if (kn & 1) e[nt][r] = kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pairs[row[nt]];   /* odd k: its .lo is the last element */
       }
       for (int i0 = 0; i0 < mb;) {
         const float *a = af + i0 * k + pc;
@@ -331,11 +323,6 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_direct(const f
         else if (mb - i0 >= 2) { kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_dfma2(a, k, (const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair (*)[DR])e, (const float (*)[DR])s, c, nt); i0 += 2; }
         else { kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_dfma1(a, k, (const kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sf128x4_pair (*)[DR])e, (const float (*)[DR])s, c, nt); i0 += 1; }
       }
-      if (kn & 1)   /* the last element, after the others (kx order) */
-        for (int r = 0; r < nj; r++) {
-          const float w = e[nt][r].lo * s[(kn - 1) / BS][r];
-          for (int i = 0; i < mb; i++) acc[i * NC + j0 + r] += af[i * k + pc + kn - 1] * w;
-        }
     }
   }
 }
