@@ -20,35 +20,94 @@ typedef struct blocked_buffers { float *ap, *bp[NB], *acc[NB]; } blocked_buffers
 enum { BLK_MR = 4, BLK_NR = 8 };
 static int kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_round_up(int x, int to) { return (x + to - 1) / to * to; }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth, in
-** BLK_MR x BLK_NR blocks of sums held in registers across kb (the fixed-size loops unroll
-** and vectorize). The blocks also cover rows up to mb and columns up to nb rounded up to the
-** block: the packers write zeros there (Ap rows, Bp columns) and those sums are never read.
-** Each sum adds its products in kk order, one multiply and one add each, as a plain loop
-** does (the same bits). */
-static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int mb, int nb, int kb) {
-  for (int i = 0; i < mb; i += BLK_MR)
-    for (int j = 0; j < nb; j += BLK_NR) {
-      float c[BLK_MR][BLK_NR];
+/* acc rows i .. i+3 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
+** 4 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows4(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int i, int nb, int kb) {
+  for (int j = 0; j < nb; j += BLK_NR) {
+    float c[4][BLK_NR];
 #pragma GCC unroll 8
-      for (int r = 0; r < BLK_MR; r++)
+    for (int r = 0; r < 4; r++)
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
-      for (int kk = 0; kk < kb; kk++) {
-        const float *restrict b = bp + kk * NC + j;
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+    for (int kk = 0; kk < kb; kk++) {
+      const float *restrict b = bp + kk * NC + j;
 #pragma GCC unroll 8
-        for (int r = 0; r < BLK_MR; r++) {
-          const float a = ap[(i + r) * KC + kk];
+      for (int r = 0; r < 4; r++) {
+        const float a = ap[(i + r) * KC + kk];
 #pragma GCC unroll 8
-          for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
-        }
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
       }
-#pragma GCC unroll 8
-      for (int r = 0; r < BLK_MR; r++)
-#pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < 4; r++)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+  }
+}
+
+/* acc rows i .. i+1 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
+** 2 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows2(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int i, int nb, int kb) {
+  for (int j = 0; j < nb; j += BLK_NR) {
+    float c[2][BLK_NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < 2; r++)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+    for (int kk = 0; kk < kb; kk++) {
+      const float *restrict b = bp + kk * NC + j;
+#pragma GCC unroll 8
+      for (int r = 0; r < 2; r++) {
+        const float a = ap[(i + r) * KC + kk];
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 2; r++)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+  }
+}
+
+/* acc rows i .. i+0 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
+** 1 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows1(const float *restrict ap, const float *restrict bp, float *restrict acc,
+                            int i, int nb, int kb) {
+  for (int j = 0; j < nb; j += BLK_NR) {
+    float c[1][BLK_NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < 1; r++)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+    for (int kk = 0; kk < kb; kk++) {
+      const float *restrict b = bp + kk * NC + j;
+#pragma GCC unroll 8
+      for (int r = 0; r < 1; r++) {
+        const float a = ap[(i + r) * KC + kk];
+#pragma GCC unroll 8
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 1; r++)
+#pragma GCC unroll 8
+      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+  }
+}
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth: rows in
+** register blocks of BLK_MR (= 4), then 2 and 1 for the rest. The blocks also cover columns up
+** to nb rounded up to BLK_NR: the packers write zeros there (Bp columns; Ap rows up to mb
+** rounded up to BLK_MR) and those sums are never read. Each sum adds its products in kk
+** order, one multiply and one add each, as a plain loop does (the same bits). */
+static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
+  int i = 0;
+  for (; i + 4 <= mb; i += 4) kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows4(ap, bp, acc, i, nb, kb);
+  if (i + 2 <= mb) { kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows2(ap, bp, acc, i, nb, kb); i += 2; }
+  if (i < mb) kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_rows1(ap, bp, acc, i, nb, kb);
 }
 
 /* Serial split-K: slice s covers K range [s*per, min(k, (s+1)*per)). */
@@ -109,17 +168,43 @@ static void kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(const fl
             for (int i = 0; i < mr; i++)
               for (int kk = 0; kk < kb; kk++)
                 w.ap[i * KC + kk] = i < mb ? kg_f16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]) : 0.0f;
-            for (int kk = 0; kk < kb; kk++) {
-              for (int j = 0; j < nb; j++)
-                w.bp[0][kk * NC + j] = kg_f16_to_f32(B0[(pc + kk) * b0_rs + (jc + j) * b0_cs]);
+            /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
+            ** time, each a run of k, so every step stores one whole line of the panel (one column
+            ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
+            ** the cache sets) */
+            if (b0_rs == 1) {
+              for (int j0 = 0; j0 < nb; j0 += 16) {
+                const uint16_t *col[16];
+                const int nj = nb - j0 < 16 ? nb - j0 : 16;
+                for (int jj = 0; jj < 16; jj++) col[jj] = B0 + (jc + j0 + (jj < nj ? jj : 0)) * b0_cs + pc;
+                for (int kk = 0; kk < kb; kk++)
+                  for (int jj = 0; jj < 16; jj++) w.bp[0][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
+              }
+            } else {
+              for (int kk = 0; kk < kb; kk++)
+                for (int j = 0; j < nb; j++) w.bp[0][kk * NC + j] = kg_f16_to_f32(B0[(pc + kk) * b0_rs + (jc + j) * b0_cs]);
+            }
+            for (int kk = 0; kk < kb; kk++)
               for (int j = nb; j < nr; j++) w.bp[0][kk * NC + j] = 0.0f;
-            }
             kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(w.ap, w.bp[0], w.acc[0], mb, nb, kb);
-            for (int kk = 0; kk < kb; kk++) {
-              for (int j = 0; j < nb; j++)
-                w.bp[1][kk * NC + j] = kg_f16_to_f32(B1[(pc + kk) * b1_rs + (jc + j) * b1_cs]);
-              for (int j = nb; j < nr; j++) w.bp[1][kk * NC + j] = 0.0f;
+            /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
+            ** time, each a run of k, so every step stores one whole line of the panel (one column
+            ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
+            ** the cache sets) */
+            if (b1_rs == 1) {
+              for (int j0 = 0; j0 < nb; j0 += 16) {
+                const uint16_t *col[16];
+                const int nj = nb - j0 < 16 ? nb - j0 : 16;
+                for (int jj = 0; jj < 16; jj++) col[jj] = B1 + (jc + j0 + (jj < nj ? jj : 0)) * b1_cs + pc;
+                for (int kk = 0; kk < kb; kk++)
+                  for (int jj = 0; jj < 16; jj++) w.bp[1][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
+              }
+            } else {
+              for (int kk = 0; kk < kb; kk++)
+                for (int j = 0; j < nb; j++) w.bp[1][kk * NC + j] = kg_f16_to_f32(B1[(pc + kk) * b1_rs + (jc + j) * b1_cs]);
             }
+            for (int kk = 0; kk < kb; kk++)
+              for (int j = nb; j < nr; j++) w.bp[1][kk * NC + j] = 0.0f;
             kg_dualgemm_c_blocked_f16_geglu_xxxx_d2_64x256x256_a1_block(w.ap, w.bp[1], w.acc[1], mb, nb, kb);
           }
           for (int i = 0; i < mb; i++)
