@@ -236,25 +236,32 @@ static const kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pair kg_fp4gemm_c_blocked_n
 /* The packers dequantize FP4 rows r0 .. r0+rows-1 (rows <= NC), K range [pc, pc+kb) (pc a multiple
 ** of KC; kb even, as k is: kg_fp4.c checks), of the packed matrix Q (ld bytes) with scales SF
 ** (group g of `nrows` rows). The range's scales come first, into sc (NC x KC / BS floats).
-** W panel (linear scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], a byte
-** (two kk) of every row at a time, each row's bytes reused from cache; zero columns from rows up to
-** the micro-kernel's block. */
+** W panel (linear scales; sc[b * NC + i]: block b of row i): dst[kk * NC + i], 16 rows
+** at a time, each a run of bytes (columns past rows, up to 16, decode row i0 with zero scales),
+** then zero columns up to the micro-kernel's block. */
 static void kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pack_w(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
                              int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
     for (int b = 0; b < (kb + BS - 1) / BS; b++) sc[b * NC + i] = kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_scale(SF[kg_sf_off_linear(nrows, kv, g, r0 + i, pc / BS + b)]);
-  const int nr = kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_round_up(rows, BLK_NR);
-  for (int kk = 0; kk < kb; kk += 2) {
-    const uint8_t *col = Q + r0 * ld + ((pc + kk) >> 1);
-    const float *s = sc + (kk / BS) * NC;   /* kk and kk + 1 share a block (BS is even) */
-    float *d0 = dst + kk * NC, *d1 = d0 + NC;
-    for (int i = 0; i < rows; i++) {
-      const kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pair q = kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pairs[col[i * ld]];
-      d0[i] = q.lo * s[i];
-      d1[i] = q.hi * s[i];
+  for (int i = rows; i < kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_round_up(rows, 16); i++)
+    for (int b = 0; b < KC / BS; b++) sc[b * NC + i] = 0.0f;
+  for (int i0 = 0; i0 < rows; i0 += 16) {   /* 16 rows at a time: whole panel lines per step */
+    const uint8_t *row[16];
+    const int ni = rows - i0 < 16 ? rows - i0 : 16;
+    for (int ii = 0; ii < 16; ii++) row[ii] = Q + (r0 + i0 + (ii < ni ? ii : 0)) * ld + (pc >> 1);
+    for (int kk = 0; kk < kb; kk += 2) {
+      const float *s = sc + (kk / BS) * NC + i0;   /* kk and kk + 1 share a block (BS is even) */
+      float *d0 = dst + kk * NC + i0, *d1 = d0 + NC;
+      for (int ii = 0; ii < 16; ii++) {
+        const kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pair q = kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_pairs[row[ii][kk >> 1]];
+        d0[ii] = q.lo * s[ii];
+        d1[ii] = q.hi * s[ii];
+      }
     }
-    for (int i = rows; i < nr; i++) d0[i] = d1[i] = 0.0f;
   }
+  const int nr = kg_fp4gemm_c_blocked_nvfp4_f16_sflinear_round_up(rows, BLK_NR);
+  for (int kk = 0; kk < kb; kk++)
+    for (int i = rows; i < nr; i++) dst[kk * NC + i] = 0.0f;
 }
 
 /* The direct kernel (16-bit A, m <= DIRECT_M): acc[i * NC + j] (i < mb, j < nb) = the sums over
