@@ -110,6 +110,98 @@ static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_block(const 
   if (i < mb) kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_rows1(ap, bp, acc, i, nb, kb);
 }
 
+/* The direct kernel (m <= DIRECT_M): acc[i * NC + j] (i < mb, j < nb) = the sums over k in
+** [kbeg, kend) of af[i * k + kx] * B(kx, jc + j), added in kx order as the micro-kernel adds them
+** (the same bits), with no B panel: per DR columns of B and K block of KC their values go to
+** w[kk][r] in f32 (zeros past nb), each column a run of B's contiguous dimension, then every 4, 2
+** or 1 rows of A take them with the sums in registers. af: A's rows in f32, k elements each. */
+enum { DR = 8, DIRECT_M = 8 };
+static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma4(const float *restrict af, int64_t k, const float (*restrict w)[DR],
+                          float *restrict acc, int kn) {
+  float c[4][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int kk = 0; kk < kn; kk++)
+#pragma GCC unroll 8
+    for (int i = 0; i < 4; i++) {
+      const float a = af[i * k + kk];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma2(const float *restrict af, int64_t k, const float (*restrict w)[DR],
+                          float *restrict acc, int kn) {
+  float c[2][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int kk = 0; kk < kn; kk++)
+#pragma GCC unroll 8
+    for (int i = 0; i < 2; i++) {
+      const float a = af[i * k + kk];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma1(const float *restrict af, int64_t k, const float (*restrict w)[DR],
+                          float *restrict acc, int kn) {
+  float c[1][DR];
+#pragma GCC unroll 8
+  for (int i = 0; i < 1; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
+  for (int kk = 0; kk < kn; kk++)
+#pragma GCC unroll 8
+    for (int i = 0; i < 1; i++) {
+      const float a = af[i * k + kk];
+#pragma GCC unroll 8
+      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < 1; i++)
+#pragma GCC unroll 8
+    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
+}
+static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_direct(const float *af, int mb, int64_t k, int64_t kbeg, int64_t kend, const uint16_t *B,
+                             int64_t b_rs, int64_t b_cs, int64_t jc, int nb, float *acc) {
+  float w[KC][DR];
+  for (int j0 = 0; j0 < nb; j0 += DR) {
+    const int nj = nb - j0 < DR ? nb - j0 : DR;
+    for (int i = 0; i < mb; i++)
+      for (int r = 0; r < DR; r++) acc[i * NC + j0 + r] = 0.0f;
+    if (nj < DR) memset(w, 0, sizeof w);   /* columns past nb: zeros */
+    for (int64_t pc = kbeg; pc < kend; pc += KC) {
+      const int kn = (int)(kend - pc < KC ? kend - pc : KC);
+      if (b_rs == 1)   /* column-major B: each column a run of k */
+        for (int r = 0; r < nj; r++) {
+          const uint16_t *col = B + (jc + j0 + r) * b_cs + pc;
+          for (int kk = 0; kk < kn; kk++) w[kk][r] = kg_bf16_to_f32(col[kk]);
+        }
+      else
+        for (int kk = 0; kk < kn; kk++)
+          for (int r = 0; r < nj; r++) w[kk][r] = kg_bf16_to_f32(B[(pc + kk) * b_rs + (jc + j0 + r) * b_cs]);
+      for (int i0 = 0; i0 < mb;) {
+        const float *a = af + i0 * k + pc;
+        float *c = acc + i0 * NC + j0;
+        if (mb - i0 >= 4) { kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma4(a, k, (const float (*)[DR])w, c, kn); i0 += 4; }
+        else if (mb - i0 >= 2) { kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma2(a, k, (const float (*)[DR])w, c, kn); i0 += 2; }
+        else { kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_dfma1(a, k, (const float (*)[DR])w, c, kn); i0 += 1; }
+      }
+    }
+  }
+}
+
 /* Serial split-K: slice s covers K range [s*per, min(k, (s+1)*per)). */
  size_t kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_workspace(const kg_dualgemm_args *args) {
   if (args->mode != KG_MODE_SPLITK_SERIAL || args->split_k_slices <= 1) return 0;
@@ -145,8 +237,14 @@ static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_block(const 
     w.bp[b] = w.ap + MC * KC + b * (KC * NC + MC * NC);
     w.acc[b] = w.bp[b] + KC * NC;
   }
+  /* m <= DIRECT_M: A's rows in f32, the direct kernel's operand */
+  float *af = m <= DIRECT_M ? (float *)malloc(sizeof(float) * (size_t)(m * k)) : NULL;
+  if (m <= DIRECT_M && !af) { free(w.ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t z = 0; z < batches; z++) {
     const uint16_t *A = (const uint16_t *)args->a + (batches > 1 ? z * args->batch_stride_a : 0);
+    if (af)
+      for (int64_t i = 0; i < m; i++)
+        for (int64_t kx = 0; kx < k; kx++) af[i * k + kx] = kg_bf16_to_f32(A[i * a_rs + kx * a_cs]);
     const uint16_t *B0 = (const uint16_t *)args->b0 + (batches > 1 ? z * args->batch_stride_b0 : 0);
     const int use_c0 = args->beta0 != 0.0f;
     const uint16_t *C0 = use_c0 ? (const uint16_t *)args->c0 + (batches > 1 ? z * args->batch_stride_c0 : 0) : NULL;
@@ -163,7 +261,11 @@ static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_block(const 
           /* the micro-kernel's whole blocks: zero rows of Ap and columns of Bp past mb, nb */
           const int mr = kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_round_up(mb, BLK_MR), nr = kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_round_up(nb, BLK_NR);
           for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mr * NC);
-          for (int64_t pc = kbeg; pc < kend; pc += KC) {
+          if (af) {
+            kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B0, b0_rs, b0_cs, jc, nb, w.acc[0]);
+            kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B1, b1_rs, b1_cs, jc, nb, w.acc[1]);
+          }
+          for (int64_t pc = kbeg; pc < (af ? kbeg : kend); pc += KC) {   /* the panels, where the direct kernel did not run */
             int kb = (int)(kend - pc < KC ? kend - pc : KC);
             for (int i = 0; i < mr; i++)
               for (int kk = 0; kk < kb; kk++)
@@ -231,5 +333,6 @@ static void kg_dualgemm_c_blocked_bf16_swiglu_xxxx_d2_64x256x256_a1_block(const 
     }
   }
   free(w.ap);
+  free(af);
   return KG_SUCCESS;
 }

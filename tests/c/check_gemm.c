@@ -422,6 +422,49 @@ START_TEST(test_gemm_in_place) {
 }
 END_TEST
 
+/* The order of the f32 sums on the C backend, at every m (its direct kernel up to m = 8, the
+** panels from 9), B row- and column-major, one and two K slices of serial split-K: each output
+** adds its products in k order, one f32 add each. A's rows are 2^14 at k = 0 and 1 after, B is
+** 2^10 at k = 0 and 1 after: 2^24 + 1 + 1 + ... stays 2^24 in f32 (each 1 rounds away, to
+** even), so with C = 2^24 and beta = -1 the f32 D is 0 exactly; any other order (pairs first,
+** partial sums) leaves up to k - 1 there. Split-K adds the slices' sums in slice order: with two
+** slices of 150 the second's 150 ones sum from 0 and survive, so D = 150. */
+START_TEST(test_gemm_sum_order) {
+  const int64_t n = 21, k = 300;
+  for (int lb = 0; lb < 2; lb++)
+    for (int slices = 1; slices <= 2; slices++)
+      for (int64_t m = 1; m <= 9; m++) {
+        float *a = tu_alloc(sizeof(float) * (size_t)(m * k)), *b = tu_alloc(sizeof(float) * (size_t)(k * n));
+        float *c = tu_alloc(sizeof(float) * (size_t)(m * n)), *d = tu_alloc(sizeof(float) * (size_t)(m * n));
+        for (int64_t i = 0; i < m; i++)
+          for (int64_t kk = 0; kk < k; kk++) a[i * k + kk] = kk ? 1.0f : 16384.0f;
+        for (int64_t kk = 0; kk < k; kk++)
+          for (int64_t j = 0; j < n; j++) b[lb ? j * k + kk : kk * n + j] = kk ? 1.0f : 1024.0f;
+        for (int64_t i = 0; i < m * n; i++) c[i] = 16777216.0f;
+        kg_gemm_args g = tu_args(m, n, k, a, b, c, d);
+        g.beta = -1.0f;
+        if (lb) { g.layout_b = KG_COL; g.ldb = k; }
+        size_t ws = 0;
+        void *work = NULL;
+        kg_exec e = tu_exec_c();
+        if (slices > 1) {
+          g.mode = KG_MODE_SPLITK_SERIAL;
+          g.split_k_slices = slices;
+          ck_assert_int_eq(kg_gemm_workspace_size(&g, &e, &ws), KG_SUCCESS);
+          work = tu_alloc(ws);
+          e.workspace = work;
+          e.workspace_size = ws;
+        }
+        ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
+        const float want = slices == 1 ? 0.0f : 150.0f;
+        for (int64_t i = 0; i < m * n; i++)
+          ck_assert_msg(d[i] == want, "B %s, %d slice(s), m = %lld: D[%lld] = %g, not %g", lb ? "col" : "row",
+                        slices, (long long)m, (long long)i, d[i], want);
+        tu_free(a); tu_free(b); tu_free(c); tu_free(d); tu_free(work);
+      }
+}
+END_TEST
+
 /* f16 output beyond 65504 rounds to infinity (65519 stays finite). */
 START_TEST(test_gemm_f16_overflow) {
   /* 4x1 . 1x1: D = a * 400 */
@@ -598,6 +641,7 @@ Suite *gemm_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_gemm_case, 0, NCASES);
   tcase_add_test(tc, test_gemm_in_place);
+  tcase_add_test(tc, test_gemm_sum_order);
   tcase_add_test(tc, test_gemm_f16_overflow);
   suite_add_tcase(s, tc);
   TCase *cv = tcase_create("conversions");
