@@ -120,12 +120,16 @@ static inline void kg_fp4_c_dequantize_mxfp4_bf16_sflinear_item(const fp4_params
   uint16_t *x = p->x + g * p->bsx + m * p->ldx + kb * 32;
   const int64_t left = p->k - kb * 32;
   const int n = left < 32 ? (int)left : 32;
-  for (int j = 0; j < 32; j += 2)
-    if (j < n) {
-      const uint32_t b = q[j / 2];
-      x[j] = kg_f32_to_bf16(kg_e2m1_dec(b & 15u) * scale);
-      x[j + 1] = kg_f32_to_bf16(kg_e2m1_dec(b >> 4) * scale);
-    }
+  /* the block's codes (n is even, as k is; bytes past the row end are not read), then the
+  ** products, in loops of fixed length where the block is whole (they vectorize) */
+  uint32_t c[32];
+  if (n == 32) {
+    for (int t = 0; t < 16; t++) { c[2 * t] = q[t] & 15u; c[2 * t + 1] = q[t] >> 4; }
+    for (int j = 0; j < 32; j++) x[j] = kg_f32_to_bf16(kg_e2m1_dec(c[j]) * scale);
+  } else {
+    for (int t = 0; t < n / 2; t++) { c[2 * t] = q[t] & 15u; c[2 * t + 1] = q[t] >> 4; }
+    for (int j = 0; j < n; j++) x[j] = kg_f32_to_bf16(kg_e2m1_dec(c[j]) * scale);
+  }
 }
 
  kg_status kg_fp4_c_dequantize_mxfp4_bf16_sflinear(const kg_fp4_args *args, const kg_exec *exec) {
