@@ -2,18 +2,19 @@
 ** bench_cpu.c -- the C backend (CPU path) on one core: FP4-weight GEMM and
 ** DualGemm against kg's own bf16 GEMM / DualGemm on the same shapes, whose
 ** weights are the FP4 weights dequantized to bf16 (the CPU counterpart of
-** bench_fp4's cuBLAS rows), plus the NVFP4 quantizer.
+** bench_fp4's cuBLAS rows), plus the NVFP4 quantizer and dequantizer.
 **
 ** Per row: the median of KG_BENCH_REPS timed calls (default 20; wall clock,
 ** one call per sample after one warm-up call), the weight bytes per second
-** (FP4 codes and scales), GFLOP/s (2 m n k per product), and a check of the
+** (FP4 codes and scales; quantizer: bf16 read; dequantizer: bf16 written),
+** GFLOP/s (2 m n k per product), and a check of the
 ** timed output: 64 sampled outputs against a double-precision sum over the
 ** weights decoded here (E2M1 table, E4M3 / UE8M0 scales, kg_sf_offset),
 ** tolerance derived from K; NaN fails. The copy ceiling (memcpy of 256 MiB,
 ** bytes read plus written) is measured in the same run.
 **
 ** Knobs: KG_BENCH_REPS, KG_BENCH_MS=1,16 (the M values; default 1,2,4,8,16,128),
-** KG_BENCH_OPS=gemm,dual,quantize (default all), KG_COMMIT (commit printed
+** KG_BENCH_OPS=gemm,dual,quantize,dequantize (default all), KG_COMMIT (commit printed
 ** where git is absent). Exit status 1 when any check fails.
 */
 #define _POSIX_C_SOURCE 200809L
@@ -267,6 +268,31 @@ static void bench_quantize(int64_t rows, int64_t k, int reps) {
   free(x); free(q); free(sf);
 }
 
+static kg_status call_dequant(void *c) { quant_ctx *q = c; return kg_fp4_dequantize(&q->q, &q->ex); }
+
+/* NVFP4 [rows, k] (128x4 scales) to bf16: GB/s of bf16 written. */
+static void bench_dequantize(int64_t rows, int64_t k, int reps) {
+  fp4w w = make_fp4w(KG_FP4_NVFP4, rows, k);
+  uint16_t *x = xmalloc(sizeof(uint16_t) * (size_t)(rows * k));
+  memset(x, 0xff, sizeof(uint16_t) * (size_t)(rows * k));   /* NaN poison */
+  quant_ctx c = { .q = { .format = KG_FP4_NVFP4, .sf_layout = KG_SF_SWIZZLED_128X4, .dtype = KG_BF16, .batch = 1,
+                         .rows = rows, .k = k, .x = x, .ldx = k, .q = w.q, .ldq = k / 2, .sf = w.sf,
+                         .sf_bytes = w.sf_bytes, .global_scale = &w.gs },
+                  .ex = { .backend = KG_BACKEND_C } };
+  double t = time_median(call_dequant, &c, reps, "kg_fp4_dequantize");
+  const char *check = "ok";   /* the values are exact in bf16 (at most 6 significant bits) */
+  for (int s = 0; s < 64; s++) {
+    int64_t r = (int64_t)(rnd32() % (uint32_t)rows), kk = (int64_t)(rnd32() % (uint32_t)k);
+    if (!((double)f32_of_bf16(x[r * k + kk]) == fp4w_at(&w, r, kk))) check = "FAIL";
+  }
+  printf("%-8s %-6s %5lld %6lld %6lld %-52s %9.3f %9s %7s %7.2f %7s  %s\n", "dequant", "nvfp4", (long long)rows, 0LL,
+         (long long)k, "kg_fp4_c_dequantize_nvfp4_bf16_sf128x4", t * 1e3, "-", "-",
+         (double)(rows * k) * 2.0 / t / 1e9, "-", check);
+  if (strcmp(check, "ok") != 0) g_failed = 1;
+  free(x);
+  free_fp4w(&w);
+}
+
 static double copy_gbs(void) {
   const size_t n = (size_t)256 << 20;
   char *a = xmalloc(n), *b = xmalloc(n);
@@ -351,5 +377,6 @@ int main(void) {
     free_fp4w(&w0); free_fp4w(&w1);
   }
   if (wants("KG_BENCH_OPS", "quantize")) bench_quantize(4096, 4096, reps);
+  if (wants("KG_BENCH_OPS", "dequantize")) bench_dequantize(4096, 4096, reps);
   return g_failed;
 }
