@@ -20,159 +20,111 @@ typedef struct blocked_buffers { float *ap, *bp[NB], *acc[NB]; } blocked_buffers
 enum { BLK_MR = 4, BLK_NR = 8 };
 static int kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_round_up(int x, int to) { return (x + to - 1) / to * to; }
 
-/* acc rows i .. i+3 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 4 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows4(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 4, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 4 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows4(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[4][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 4; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc rows i .. i+1 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 2 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows2(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 2, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 2 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows2(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[2][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 2; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 2; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 2; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc rows i .. i+0 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 1 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows1(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 1, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 1 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows1(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[1][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 1; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 1; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 1; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth: rows in
+/* acc[i][j] (row stride NC) += sum over kk < kb of a[i][kk] * b[kk][j] for i < mb, j < nb: rows in
 ** register blocks of BLK_MR (= 4), then 2 and 1 for the rest. The blocks also cover columns up
-** to nb rounded up to BLK_NR: the packers write zeros there (Bp columns; Ap rows up to mb
-** rounded up to BLK_MR) and those sums are never read. Each sum adds its products in kk
-** order, one multiply and one add each, as a plain loop does (the same bits). */
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
+** to nb rounded up to BLK_NR, so b holds zeros there (the packers write them) and those sums
+** are never read. Each sum adds its products in kk order, one multiply and one add each, as a
+** plain loop does (the same bits). */
+static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_mul(const float *a, int64_t lda, const float *b, int64_t ldb, float *acc, int mb, int nb, int kb) {
   int i = 0;
-  for (; i + 4 <= mb; i += 4) kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows4(ap, bp, acc, i, nb, kb);
-  if (i + 2 <= mb) { kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows2(ap, bp, acc, i, nb, kb); i += 2; }
-  if (i < mb) kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows1(ap, bp, acc, i, nb, kb);
+  for (; i + 4 <= mb; i += 4) kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+  if (i + 2 <= mb) { kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows2(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb); i += 2; }
+  if (i < mb) kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_rows1(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+}
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth (Ap rows
+** past mb, up to BLK_MR, are zeros the packers write). */
+static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
+  kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_mul(ap, KC, bp, NC, acc, mb, nb, kb);
 }
 
 /* The direct kernel (m <= DIRECT_M): acc[i * NC + j] (i < mb, j < nb) = the sums over k in
 ** [kbeg, kend) of af[i * k + kx] * B(kx, jc + j), added in kx order as the micro-kernel adds them
 ** (the same bits), with no B panel: per DR columns of B and K block of KC their values go to
-** w[kk][r] in f32 (zeros past nb), each column a run of B's contiguous dimension, then every 4, 2
-** or 1 rows of A take them with the sums in registers. af: A's rows in f32, k elements each. */
-enum { DR = 8, DIRECT_M = 8 };
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma4(const float *restrict af, int64_t k, const float (*restrict w)[DR],
-                          float *restrict acc, int kn) {
-  float c[4][DR];
-#pragma GCC unroll 8
-  for (int i = 0; i < 4; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
-  for (int kk = 0; kk < kn; kk++)
-#pragma GCC unroll 8
-    for (int i = 0; i < 4; i++) {
-      const float a = af[i * k + kk];
-#pragma GCC unroll 8
-      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
-    }
-#pragma GCC unroll 8
-  for (int i = 0; i < 4; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
-}
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma2(const float *restrict af, int64_t k, const float (*restrict w)[DR],
-                          float *restrict acc, int kn) {
-  float c[2][DR];
-#pragma GCC unroll 8
-  for (int i = 0; i < 2; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
-  for (int kk = 0; kk < kn; kk++)
-#pragma GCC unroll 8
-    for (int i = 0; i < 2; i++) {
-      const float a = af[i * k + kk];
-#pragma GCC unroll 8
-      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
-    }
-#pragma GCC unroll 8
-  for (int i = 0; i < 2; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
-}
-static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma1(const float *restrict af, int64_t k, const float (*restrict w)[DR],
-                          float *restrict acc, int kn) {
-  float c[1][DR];
-#pragma GCC unroll 8
-  for (int i = 0; i < 1; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) c[i][r] = acc[i * NC + r];
-  for (int kk = 0; kk < kn; kk++)
-#pragma GCC unroll 8
-    for (int i = 0; i < 1; i++) {
-      const float a = af[i * k + kk];
-#pragma GCC unroll 8
-      for (int r = 0; r < DR; r++) c[i][r] += a * w[kk][r];
-    }
-#pragma GCC unroll 8
-  for (int i = 0; i < 1; i++)
-#pragma GCC unroll 8
-    for (int r = 0; r < DR; r++) acc[i * NC + r] = c[i][r];
-}
+** w[kk][r] in f32 (zeros past nb), each column a run of B's contiguous dimension, then the
+** micro-kernel's register blocks multiply them (_mul). af: A's rows in f32, k elements each. */
+enum { DR = BLK_NR, DIRECT_M = 8 };
 static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_direct(const float *af, int mb, int64_t k, int64_t kbeg, int64_t kend, const uint16_t *B,
                              int64_t b_rs, int64_t b_cs, int64_t jc, int nb, float *acc) {
   float w[KC][DR];
@@ -191,13 +143,7 @@ static void kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_direct(const 
       else
         for (int kk = 0; kk < kn; kk++)
           for (int r = 0; r < nj; r++) w[kk][r] = kg_bf16_to_f32(B[(pc + kk) * b_rs + (jc + j0 + r) * b_cs]);
-      for (int i0 = 0; i0 < mb;) {
-        const float *a = af + i0 * k + pc;
-        float *c = acc + i0 * NC + j0;
-        if (mb - i0 >= 4) { kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma4(a, k, (const float (*)[DR])w, c, kn); i0 += 4; }
-        else if (mb - i0 >= 2) { kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma2(a, k, (const float (*)[DR])w, c, kn); i0 += 2; }
-        else { kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_dfma1(a, k, (const float (*)[DR])w, c, kn); i0 += 1; }
-      }
+      kg_dualgemm_c_blocked_bf16_mul_xxxx_d1d2_64x256x256_a1_mul(af + pc, k, &w[0][0], DR, acc + j0, mb, DR, kn);
     }
   }
 }

@@ -99,94 +99,103 @@ enum { MC = 64, NC = 256, KC = 256, BS = 16, NB = 1 };
 enum { BLK_MR = 4, BLK_NR = 8 };
 static int kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_round_up(int x, int to) { return (x + to - 1) / to * to; }
 
-/* acc rows i .. i+3 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 4 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows4(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 4, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 4 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows4(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[4][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 4; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 4; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc rows i .. i+1 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 2 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows2(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 2, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 2 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows2(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[2][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 2; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 2; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 2; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc rows i .. i+0 += their Ap rows . Bp over columns < nb (rounded up to BLK_NR), depth kb:
-** 1 x BLK_NR sums held in registers across kb (fixed-size loops that unroll and vectorize). */
-static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows1(const float *restrict ap, const float *restrict bp, float *restrict acc,
-                            int i, int nb, int kb) {
+/* acc[r][j] (row stride NC) += sum over kk < kb of a[r][kk] * b[kk][j] for r < 1, j < nb rounded up to
+** BLK_NR (a: row stride lda, b: row stride ldb): 1 x BLK_NR sums held in registers across kb
+** (fixed-size loops that unroll and vectorize). */
+static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows1(const float *restrict a, int64_t lda, const float *restrict b, int64_t ldb,
+                            float *restrict acc, int nb, int kb) {
   for (int j = 0; j < nb; j += BLK_NR) {
     float c[1][BLK_NR];
 #pragma GCC unroll 8
     for (int r = 0; r < 1; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[(i + r) * NC + j + jj];
+      for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] = acc[r * NC + j + jj];
     for (int kk = 0; kk < kb; kk++) {
-      const float *restrict b = bp + kk * NC + j;
+      const float *restrict bk = b + kk * ldb + j;
 #pragma GCC unroll 8
       for (int r = 0; r < 1; r++) {
-        const float a = ap[(i + r) * KC + kk];
+        const float ar = a[r * lda + kk];
 #pragma GCC unroll 8
-        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += a * b[jj];
+        for (int jj = 0; jj < BLK_NR; jj++) c[r][jj] += ar * bk[jj];
       }
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 1; r++)
 #pragma GCC unroll 8
-      for (int jj = 0; jj < BLK_NR; jj++) acc[(i + r) * NC + j + jj] = c[r][jj];
+      for (int jj = 0; jj < BLK_NR; jj++) acc[r * NC + j + jj] = c[r][jj];
   }
 }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth: rows in
+/* acc[i][j] (row stride NC) += sum over kk < kb of a[i][kk] * b[kk][j] for i < mb, j < nb: rows in
 ** register blocks of BLK_MR (= 4), then 2 and 1 for the rest. The blocks also cover columns up
-** to nb rounded up to BLK_NR: the packers write zeros there (Bp columns; Ap rows up to mb
-** rounded up to BLK_MR) and those sums are never read. Each sum adds its products in kk
-** order, one multiply and one add each, as a plain loop does (the same bits). */
-static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
+** to nb rounded up to BLK_NR, so b holds zeros there (the packers write them) and those sums
+** are never read. Each sum adds its products in kk order, one multiply and one add each, as a
+** plain loop does (the same bits). */
+static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_mul(const float *a, int64_t lda, const float *b, int64_t ldb, float *acc, int mb, int nb, int kb) {
   int i = 0;
-  for (; i + 4 <= mb; i += 4) kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows4(ap, bp, acc, i, nb, kb);
-  if (i + 2 <= mb) { kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows2(ap, bp, acc, i, nb, kb); i += 2; }
-  if (i < mb) kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows1(ap, bp, acc, i, nb, kb);
+  for (; i + 4 <= mb; i += 4) kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+  if (i + 2 <= mb) { kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows2(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb); i += 2; }
+  if (i < mb) kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_rows1(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+}
+
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth (Ap rows
+** past mb, up to BLK_MR, are zeros the packers write). */
+static void kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
+  kg_fp4gemm_c_blocked_nvfp4_f16_sf8x4_afp4_sfa8x4_mul(ap, KC, bp, NC, acc, mb, nb, kb);
 }
 
 /* Scale of a scale byte: f32 value of the E4M3 code. */
