@@ -108,13 +108,12 @@ static void kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_rows1(const f
 ** plain loop does (the same bits). */
 static void kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_mul(const float *a, int64_t lda, const float *b, int64_t ldb, float *acc, int mb, int nb, int kb) {
   int i = 0;
-  for (; i + 4 <= mb; i += 4) kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+  for (; i + BLK_MR <= mb; i += BLK_MR) kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
   if (i + 2 <= mb) { kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_rows2(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb); i += 2; }
   if (i < mb) kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_rows1(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
 }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth (Ap rows
-** past mb, up to BLK_MR, are zeros the packers write). */
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
 static void kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
   kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_mul(ap, KC, bp, NC, acc, mb, nb, kb);
 }
@@ -204,18 +203,17 @@ static void kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_direct(const 
         int mb = (int)(m - ic < MC ? m - ic : MC);
         for (int64_t jc = 0; jc < n; jc += NC) {
           int nb = (int)(n - jc < NC ? n - jc : NC);
-          /* the micro-kernel's whole blocks: zero rows of Ap and columns of Bp past mb, nb */
-          const int mr = kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_round_up(mb, BLK_MR), nr = kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_round_up(nb, BLK_NR);
-          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mr * NC);
+          const int nr = kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_round_up(nb, BLK_NR);   /* the micro-kernel's whole column blocks */
+          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mb * NC);
           if (af) {
             kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B0, b0_rs, b0_cs, jc, nb, w.acc[0]);
             kg_dualgemm_c_blocked_bf16_geglu_xxxx_d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B1, b1_rs, b1_cs, jc, nb, w.acc[1]);
           }
           for (int64_t pc = kbeg; pc < (af ? kbeg : kend); pc += KC) {   /* the panels, where the direct kernel did not run */
             int kb = (int)(kend - pc < KC ? kend - pc : KC);
-            for (int i = 0; i < mr; i++)
+            for (int i = 0; i < mb; i++)
               for (int kk = 0; kk < kb; kk++)
-                w.ap[i * KC + kk] = i < mb ? kg_bf16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]) : 0.0f;
+                w.ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]);
             /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
             ** time, each a run of k, so every step stores one whole line of the panel (one column
             ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash

@@ -191,13 +191,12 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
 ** plain loop does (the same bits). */
 static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_mul(const float *a, int64_t lda, const float *b, int64_t ldb, float *acc, int mb, int nb, int kb) {
   int i = 0;
-  for (; i + 4 <= mb; i += 4) kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+  for (; i + BLK_MR <= mb; i += BLK_MR) kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
   if (i + 2 <= mb) { kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_rows2(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb); i += 2; }
   if (i < mb) kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_rows1(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
 }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth (Ap rows
-** past mb, up to BLK_MR, are zeros the packers write). */
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
 static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
   kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_mul(ap, KC, bp, NC, acc, mb, nb, kb);
 }
@@ -276,8 +275,7 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
     for (int i = rows; i < nr; i++) dst[kk * NC + i] = 0.0f;
 }
 
-/* A panel (8x4 scales; sc[i * (KC / BS) + b]): dst[i * KC + kk], a row at a time;
-** zero rows from rows up to the micro-kernel's block. */
+/* A panel (8x4 scales; sc[i * (KC / BS) + b]): dst[i * KC + kk], a row at a time. */
 static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_pack_a(const uint8_t *Q, int64_t ld, const uint8_t *SF, int64_t nrows, int64_t kv,
                              int64_t g, int64_t r0, int rows, int64_t pc, int kb, float *dst, float *sc) {
   for (int i = 0; i < rows; i++)
@@ -291,8 +289,6 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
       dst[i * KC + kk + 1] = q.hi * sv;
     }
   }
-  for (int i = rows; i < kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_round_up(rows, BLK_MR); i++)
-    for (int kk = 0; kk < kb; kk++) dst[i * KC + kk] = 0.0f;
 }
 
  kg_status kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4(const kg_dualgemm_fp4_args *args, const kg_exec *exec) {
@@ -327,7 +323,7 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x
       int nb = (int)(n - jc < NC ? n - jc : NC);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d0d1d2_sf128x4_afp4_sfa8x4_round_up(mb, BLK_MR) * NC);
+        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
         const int64_t kp = k;
         for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);

@@ -188,13 +188,12 @@ static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_rows1(const float *restrict
 ** plain loop does (the same bits). */
 static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_mul(const float *a, int64_t lda, const float *b, int64_t ldb, float *acc, int mb, int nb, int kb) {
   int i = 0;
-  for (; i + 4 <= mb; i += 4) kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
+  for (; i + BLK_MR <= mb; i += BLK_MR) kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_rows4(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
   if (i + 2 <= mb) { kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_rows2(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb); i += 2; }
   if (i < mb) kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_rows1(a + i * lda, lda, b, ldb, acc + i * NC, nb, kb);
 }
 
-/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth (Ap rows
-** past mb, up to BLK_MR, are zeros the packers write). */
+/* acc[MC][NC] += Ap[MC][KC] . Bp[KC][NC] over the first mb rows, nb columns, kb depth. */
 static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_block(const float *ap, const float *bp, float *acc, int mb, int nb, int kb) {
   kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_mul(ap, KC, bp, NC, acc, mb, nb, kb);
 }
@@ -429,15 +428,15 @@ static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(const float *af, int
       int nb = (int)(n - jc < NC ? n - jc : NC);
       for (int64_t ic = 0; ic < m; ic += MC) {
         int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_round_up(mb, BLK_MR) * NC);
+        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
         if (af) {
           kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(af, mb, k, kv, W0, args->ldb, SF0, n, g0, jc, nb, acc[0]);
         }
         const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
         for (int64_t pc = 0; pc < kp; pc += KC) {
           int kb = (int)(k - pc < KC ? k - pc : KC);
-          for (int i = 0; i < kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_round_up(mb, BLK_MR); i++)   /* zero rows past mb */
-            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = i < mb ? kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]) : 0.0f;
+          for (int i = 0; i < mb; i++)
+            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
           /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
           kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_pack_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
           kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_block(ap, bp[0], acc[0], mb, nb, kb);
