@@ -126,7 +126,13 @@ static double bench_median(double *v, int n) {
 ** measured in its own sustained state (a slow kernel between samples would
 ** let the clocks and power of the other recover and flatter it).
 ** before_samples (may be NULL) is called after the warm-up, right before the
-** samples: e.g. to poison outputs that the timed launches must rewrite. */
+** samples: e.g. to poison outputs that the timed launches must rewrite.
+** KG_BENCH_GRAPH=1: each sample is one replay of a CUDA graph captured from the
+** t->inner launches (the same calls, the same rotation of sets), which takes the
+** host out of the gaps between launches, as a decode step under a graph runs.
+** t->host_us: host time per call while enqueuing (stream launches, after a
+** synchronize, so the queue does not block): above the per-launch time, the
+** stream figures measure the host, not the GPU. */
 typedef int (*bench_launch_fn)(void *ctx, int set);
 typedef struct bench_timer {
   bench_launch_fn fn;
@@ -134,7 +140,21 @@ typedef struct bench_timer {
   void (*before_samples)(void *ctx);
   int active, failed, inner, counter;
   double med, min, max;
+  double host_us;
 } bench_timer;
+
+/* KG_BENCH_GRAPH=1: samples are graph replays (bench_time). */
+static int bench_graph_mode(void) {
+  static int mode = -1;
+  if (mode < 0) mode = bench_env_long("KG_BENCH_GRAPH", 0) != 0;
+  return mode;
+}
+
+static double bench_wall_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
 
 static double bench_event_ms(cudaEvent_t a, cudaEvent_t b) {
   float t = 0;
@@ -174,11 +194,40 @@ static void bench_time(bench_timer *t, int nsets, int reps, cudaStream_t st, dou
   t->inner = (int)(inner < 1 ? 1 : inner > 1000 ? 1000 : inner);
   t->inner = (t->inner + nsets - 1) / nsets * nsets;
 
-  if (t->before_samples) t->before_samples(t->ctx);
-  for (int r = 0; r < reps; r++) {
-    CK(cudaEventRecord(ev[2 * r], st));
-    if (bench_launch_n(t, nsets, t->inner)) goto out;
-    CK(cudaEventRecord(ev[2 * r + 1], st));
+  {   /* host cost per call: a burst after a synchronize, shorter than the launch queue */
+    const int burst = t->inner < 64 ? t->inner : 64;
+    CK(cudaStreamSynchronize(st));
+    const double h0 = bench_wall_us();
+    if (bench_launch_n(t, nsets, burst)) goto out;
+    t->host_us = (bench_wall_us() - h0) / burst;
+    CK(cudaStreamSynchronize(st));
+  }
+
+  if (bench_graph_mode()) {
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t ge = NULL;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed));
+    const int bad = bench_launch_n(t, nsets, t->inner);
+    CK(cudaStreamEndCapture(st, &g));
+    if (bad) { CK(cudaGraphDestroy(g)); goto out; }
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphLaunch(ge, st));   /* upload and warm */
+    if (t->before_samples) t->before_samples(t->ctx);
+    for (int r = 0; r < reps; r++) {
+      CK(cudaEventRecord(ev[2 * r], st));
+      CK(cudaGraphLaunch(ge, st));
+      CK(cudaEventRecord(ev[2 * r + 1], st));
+    }
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+  } else {
+    if (t->before_samples) t->before_samples(t->ctx);
+    for (int r = 0; r < reps; r++) {
+      CK(cudaEventRecord(ev[2 * r], st));
+      if (bench_launch_n(t, nsets, t->inner)) goto out;
+      CK(cudaEventRecord(ev[2 * r + 1], st));
+    }
   }
   CK(cudaStreamSynchronize(st));
   CK(cudaGetLastError());

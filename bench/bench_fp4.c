@@ -61,6 +61,8 @@
 **   KG_BENCH_PDL=0         no KG_EXEC_PDL columns, nor the PDL read floor (default 1)
 **   KG_BENCH_REPS=N        timed samples per operation (default 30, at least 20)
 **   KG_BENCH_SEED=N        RNG seed (default 1)
+**   KG_BENCH_GRAPH=1       every figure (kg, peer, read floor) from CUDA graph replays of the same
+**                          back-to-back launches (bench_common.h bench_time); default: stream launches
 **   KG_COMMIT=SHA          commit to print when git is not available
 */
 #include "bench_common.h"
@@ -560,9 +562,10 @@ static int run_m(const weights *w, int dual, int64_t m, const char *label, uint6
     snprintf(rpus, sizeof rpus, "%.2f", w->read_pdl_ms * 1e3);
     snprintf(rpratio, sizeof rpratio, "%.3f", peer / w->read_pdl_ms);
   }
-  snprintf(line, sizeof line, "%-8s %-5s %6s %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %7s %8s %s",
+  snprintf(line, sizeof line, "%-8s %-5s %6s %6lld %6lld %-54.54s %9s %9.2f %7s %7s %6s %7s %8s %7.2f %9.3f %7s %8s %-5s %5.1f %5.1f",
            label, w->format == KG_FP4_NVFP4 ? "nvfp4" : "mxfp4", mcol, (long long)w->n, (long long)w->k, variant, kus,
-           peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, rpus, rpratio, ok ? "ok" : "FAIL");
+           peer * 1e3, ratio, tb, pc, pus, pratio, w->read_ms * 1e3, peer / w->read_ms, rpus, rpratio, ok ? "ok" : "FAIL",
+           has_kg ? ops[OP_KG].host_us : 0.0, ops[best].host_us);
   printf("%s%s%s\n", line, *note ? "  -- " : "", note);
   fflush(stdout);
   table_add(line);
@@ -639,9 +642,11 @@ static void print_header(void) {
   printf("commit       %s\n", G.run.commit);
   printf("date         %s\n", G.run.date);
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
+  printf("timing       %s\n", bench_graph_mode() ? "CUDA graph replays of the back-to-back launches (KG_BENCH_GRAPH=1)"
+                                                  : "back-to-back stream launches");
 }
 
-static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read  rd pdl peer/rdp check";
+static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read  rd pdl peer/rdp check h-kg h-peer";
 
 static void print_table(void) {
   printf("\n==== kg FP4 weights (128x4 scales) vs cuBLAS bf16 on the dequantized weights ====\n");
@@ -655,7 +660,8 @@ static void print_table(void) {
          "skinny variants only; the peer launches as usual). read: the read floor, one kernel that only streams the same FP4 "
          "weight bytes, timed as kg is (launches and ramp included); peer/read: the most any kernel reading those bytes could "
          "show against the peer in this run. rd pdl, peer/rdp: the same read kernel as a programmatic dependent launch, "
-         "the floor of the pdl column.\n");
+         "the floor of the pdl column. h-kg, h-peer: host us per call while enqueuing (above the kg / peer us, those "
+         "stream figures time the host).\n");
   printf("result: %d of %d rows passed\n", G.nrows - G.fails, G.nrows);
   fflush(stdout);
 }
