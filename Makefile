@@ -8,9 +8,10 @@
 #   make test-gpu-host  the GPU test programs on the C backend (checks the tests without a GPU)
 #   make fuzz       argument fuzz of the public entry points under ASan and UBSan (C backend)
 #   make bench      kg vs cuBLAS on the GPU
-#   make bench-cpu  the C backend on one core (FP4 vs kg's bf16 on the same shapes)
+#   make bench-cpu  the C backend (FP4 vs kg's bf16 on the same shapes; OMP_NUM_THREADS threads)
 # Variables: KG_LUA (luajit), KG_KERNELS (name globs for gen), NVCC, HIPCC,
-# KG_CUDA=0 / KG_HIP=0 to leave a backend out.
+# KG_CUDA=0 / KG_HIP=0 to leave a backend out, KG_OPENMP=0 to build the C backend
+# without threads (kg_internal.h: C backend threads).
 
 KG_LUA   ?= luajit
 CC       ?= cc
@@ -20,12 +21,14 @@ HIPCC    ?= $(shell command -v hipcc 2>/dev/null)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 KG_CUDA  ?= $(if $(NVCC),1,0)
 KG_HIP   ?= $(if $(HIPCC),1,0)
+KG_OPENMP ?= 1
+OMPFLAGS := $(if $(filter 1,$(KG_OPENMP)),-fopenmp)
 
 # Objects and libkg.a live in a directory per backend set, so builds with
 # different KG_CUDA/KG_HIP never mix; programs land in build/.
-CFG := $(if $(filter 1,$(KG_CUDA)),cuda-)$(if $(filter 1,$(KG_HIP)),hip-)c
+CFG := $(if $(filter 1,$(KG_CUDA)),cuda-)$(if $(filter 1,$(KG_HIP)),hip-)c$(if $(filter 1,$(KG_OPENMP)),,-serial)
 B := build/$(CFG)
-KG_CFLAGS := -std=c11 -Wall -Wextra -Werror=implicit-function-declaration -fPIC -Iruntime/include -Iruntime/src -Igenerated $(CFLAGS)
+KG_CFLAGS := -std=c11 -Wall -Wextra -Werror=implicit-function-declaration -fPIC -Iruntime/include -Iruntime/src -Igenerated $(OMPFLAGS) $(CFLAGS)
 NVFLAGS   := -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -lineinfo -Xcompiler -fPIC -Iruntime/include -Iruntime/src -Igenerated
 HIPFLAGS  := -O3 -std=c++17 --offload-arch=gfx90a -fPIC -Iruntime/include -Iruntime/src -Igenerated
 
@@ -35,7 +38,7 @@ HIP_SRC  := $(wildcard generated/hip/*.hip)
 
 OBJ := $(B)/rt/kg.o $(B)/rt/kg_fp4.o $(B)/rt/kg_wave.o $(B)/rt/kg_attn.o $(B)/rt/kg_table.o $(patsubst generated/c/%.c,$(B)/c/%.o,$(C_SRC))
 DEFS :=
-LDLIBS := -lm -lpthread
+LDLIBS := -lm -lpthread $(OMPFLAGS)
 ifeq ($(KG_CUDA),1)
   OBJ += $(B)/rt/kg_cuda.o $(patsubst generated/cuda/%.cu,$(B)/cuda/%.o,$(CUDA_SRC))
   DEFS += -DKG_WITH_CUDA

@@ -1,5 +1,5 @@
 /*
-** bench_cpu.c -- the C backend (CPU path) on one core: FP4-weight GEMM and
+** bench_cpu.c -- the C backend (CPU path): FP4-weight GEMM and
 ** DualGemm against kg's own bf16 GEMM / DualGemm on the same shapes, whose
 ** weights are the FP4 weights dequantized to bf16 (the CPU counterpart of
 ** bench_fp4's cuBLAS rows), plus the NVFP4 quantizer and dequantizer.
@@ -13,6 +13,8 @@
 ** tolerance derived from K; NaN fails. The copy ceiling (memcpy of 256 MiB,
 ** bytes read plus written) is measured in the same run.
 **
+** Threads: the C backend's (kg_internal.h): OMP_NUM_THREADS where libkg was
+** built with OpenMP (the default), else one; the header prints the count.
 ** Knobs: KG_BENCH_REPS, KG_BENCH_MS=1,16 (the M values; default 1,2,4,8,16,128),
 ** KG_BENCH_OPS=gemm,dual,quantize,dequantize (default all), KG_COMMIT (commit printed
 ** where git is absent). Exit status 1 when any check fails.
@@ -26,6 +28,9 @@
 #include <time.h>
 
 #include "kg.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 static int g_failed = 0;
 
@@ -333,8 +338,14 @@ static void header(void) {
   time_t t = time(NULL);
   char date[64];
   strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
-  printf("==== kg C backend (one core) vs kg bf16 on the dequantized weights ====\n");
+#if defined(_OPENMP)
+  const int threads = omp_get_max_threads();
+#else
+  const int threads = 1;
+#endif
+  printf("==== kg C backend vs kg bf16 on the dequantized weights ====\n");
   printf("CPU          %s\n", cpu);
+  printf("threads      %d (the C backend's: OMP_NUM_THREADS; problems under 4e6 multiply-adds: 1)\n", threads);
   printf("compiler     %s\n", __VERSION__);
   printf("commit       %s\n", sha);
   printf("date         %s\n", date);

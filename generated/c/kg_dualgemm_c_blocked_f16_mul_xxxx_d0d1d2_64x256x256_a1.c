@@ -179,16 +179,16 @@ static void kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(const
     slices = (k + per - 1) / per;
     partial = (float *)exec->workspace;
   }
-  blocked_buffers w;
-  w.ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC)));
-  if (!w.ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
-  for (int b = 0; b < NB; b++) {
-    w.bp[b] = w.ap + MC * KC + b * (KC * NC + MC * NC);
-    w.acc[b] = w.bp[b] + KC * NC;
-  }
+  /* tiles of MC x NC outputs (row blocks outer), split over the threads (kg_internal.h);
+  ** per thread: the A panel, per product its B panel and sums */
+  const int64_t ntiles = (n + NC - 1) / NC, tiles = (m + MC - 1) / MC * ntiles;
+  const int threads = kg__c_threads((double)m * (double)n * (double)k * NB, tiles);
+  const size_t per_thread = MC * KC + NB * (KC * NC + MC * NC);
+  float *bufs = (float *)malloc(sizeof(float) * per_thread * (size_t)threads);
+  if (!bufs) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   /* m <= DIRECT_M: A's rows in f32, the direct kernel's operand */
   float *af = m <= DIRECT_M ? (float *)malloc(sizeof(float) * (size_t)(m * k)) : NULL;
-  if (m <= DIRECT_M && !af) { free(w.ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
+  if (m <= DIRECT_M && !af) { free(bufs); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t z = 0; z < batches; z++) {
     const uint16_t *A = (const uint16_t *)args->a + (batches > 1 ? z * args->batch_stride_a : 0);
     if (af)
@@ -205,86 +205,91 @@ static void kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(const
     uint16_t *D2 = (uint16_t *)args->d2 + (batches > 1 ? z * args->batch_stride_d2 : 0);
     for (int64_t s = 0; s < slices; s++) {
       const int64_t kbeg = s * per, kend = kbeg + per < k ? kbeg + per : k;
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int64_t jc = 0; jc < n; jc += NC) {
-          int nb = (int)(n - jc < NC ? n - jc : NC);
-          const int nr = kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_round_up(nb, BLK_NR);   /* the micro-kernel's whole column blocks */
-          for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mb * NC);
-          if (af) {
-            kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B0, b0_rs, b0_cs, jc, nb, w.acc[0]);
-            kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B1, b1_rs, b1_cs, jc, nb, w.acc[1]);
-          }
-          for (int64_t pc = kbeg; pc < (af ? kbeg : kend); pc += KC) {   /* the panels, where the direct kernel did not run */
-            int kb = (int)(kend - pc < KC ? kend - pc : KC);
-            for (int i = 0; i < mb; i++)
-              for (int kk = 0; kk < kb; kk++)
-                w.ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]);
-            /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
-            ** time, each a run of k, so every step stores one whole line of the panel (one column
-            ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
-            ** the cache sets) */
-            if (b0_rs == 1) {
-              for (int j0 = 0; j0 < nb; j0 += 16) {
-                const uint16_t *col[16];
-                const int nj = nb - j0 < 16 ? nb - j0 : 16;
-                for (int jj = 0; jj < 16; jj++) col[jj] = B0 + (jc + j0 + (jj < nj ? jj : 0)) * b0_cs + pc;
-                for (int kk = 0; kk < kb; kk++)
-                  for (int jj = 0; jj < 16; jj++) w.bp[0][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
-              }
-            } else {
-              for (int kk = 0; kk < kb; kk++)
-                for (int j = 0; j < nb; j++) w.bp[0][kk * NC + j] = kg_f16_to_f32(B0[(pc + kk) * b0_rs + (jc + j) * b0_cs]);
-            }
-            for (int kk = 0; kk < kb; kk++)
-              for (int j = nb; j < nr; j++) w.bp[0][kk * NC + j] = 0.0f;
-            kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_block(w.ap, w.bp[0], w.acc[0], mb, nb, kb);
-            /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
-            ** time, each a run of k, so every step stores one whole line of the panel (one column
-            ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
-            ** the cache sets) */
-            if (b1_rs == 1) {
-              for (int j0 = 0; j0 < nb; j0 += 16) {
-                const uint16_t *col[16];
-                const int nj = nb - j0 < 16 ? nb - j0 : 16;
-                for (int jj = 0; jj < 16; jj++) col[jj] = B1 + (jc + j0 + (jj < nj ? jj : 0)) * b1_cs + pc;
-                for (int kk = 0; kk < kb; kk++)
-                  for (int jj = 0; jj < 16; jj++) w.bp[1][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
-              }
-            } else {
-              for (int kk = 0; kk < kb; kk++)
-                for (int j = 0; j < nb; j++) w.bp[1][kk * NC + j] = kg_f16_to_f32(B1[(pc + kk) * b1_rs + (jc + j) * b1_cs]);
-            }
-            for (int kk = 0; kk < kb; kk++)
-              for (int j = nb; j < nr; j++) w.bp[1][kk * NC + j] = 0.0f;
-            kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_block(w.ap, w.bp[1], w.acc[1], mb, nb, kb);
-          }
-          for (int i = 0; i < mb; i++)
-            for (int j = 0; j < nb; j++) {
-              int64_t r = ic + i, c = jc + j;
-              float acc[NB];
-              for (int b = 0; b < NB; b++) acc[b] = w.acc[b][i * NC + j];
-              if (slices > 1) {
-                float *part = partial + r * n + c;
-                if (s == 0) { for (int b = 0; b < NB; b++) part[b * m * n] = acc[b]; continue; }
-                if (s < slices - 1) { for (int b = 0; b < NB; b++) part[b * m * n] += acc[b]; continue; }
-                for (int b = 0; b < NB; b++) acc[b] += part[b * m * n];
-              }
-              float x0 = args->alpha0 * acc[0];
-              if (use_c0) x0 += args->beta0 * kg_f16_to_f32(C0[r * c0_rs + c * c0_cs]);
-              x0 = kg_f16_to_f32(kg_f32_to_f16(x0));  /* op acts on output-typed values */
-              D0[r * d0_rs + c * d0_cs] = kg_f32_to_f16(x0);
-              float x1 = args->alpha1 * acc[1];
-              if (use_c1) x1 += args->beta1 * kg_f16_to_f32(C1[r * c1_rs + c * c1_cs]);
-              x1 = kg_f16_to_f32(kg_f32_to_f16(x1));  /* op acts on output-typed values */
-              D1[r * d1_rs + c * d1_cs] = kg_f32_to_f16(x1);
-              D2[r * d2_rs + c * d2_cs] = kg_f32_to_f16((x0) * (x1));
-            }
+      KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
+      for (int64_t t = 0; t < tiles; t++) {
+        const int64_t ic = t / ntiles * MC, jc = t % ntiles * NC;
+        const int mb = (int)(m - ic < MC ? m - ic : MC), nb = (int)(n - jc < NC ? n - jc : NC);
+        blocked_buffers w;
+        w.ap = bufs + per_thread * (size_t)kg__c_thread();
+        for (int b = 0; b < NB; b++) {
+          w.bp[b] = w.ap + MC * KC + b * (KC * NC + MC * NC);
+          w.acc[b] = w.bp[b] + KC * NC;
         }
+        const int nr = kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_round_up(nb, BLK_NR);   /* the micro-kernel's whole column blocks */
+        for (int b = 0; b < NB; b++) memset(w.acc[b], 0, sizeof(float) * (size_t)mb * NC);
+        if (af) {
+          kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B0, b0_rs, b0_cs, jc, nb, w.acc[0]);
+          kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_direct(af, mb, k, kbeg, kend, B1, b1_rs, b1_cs, jc, nb, w.acc[1]);
+        }
+        for (int64_t pc = kbeg; pc < (af ? kbeg : kend); pc += KC) {   /* the panels, where the direct kernel did not run */
+          int kb = (int)(kend - pc < KC ? kend - pc : KC);
+          for (int i = 0; i < mb; i++)
+            for (int kk = 0; kk < kb; kk++)
+              w.ap[i * KC + kk] = kg_f16_to_f32(A[(ic + i) * a_rs + (pc + kk) * a_cs]);
+          /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
+          ** time, each a run of k, so every step stores one whole line of the panel (one column
+          ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
+          ** the cache sets) */
+          if (b0_rs == 1) {
+            for (int j0 = 0; j0 < nb; j0 += 16) {
+              const uint16_t *col[16];
+              const int nj = nb - j0 < 16 ? nb - j0 : 16;
+              for (int jj = 0; jj < 16; jj++) col[jj] = B0 + (jc + j0 + (jj < nj ? jj : 0)) * b0_cs + pc;
+              for (int kk = 0; kk < kb; kk++)
+                for (int jj = 0; jj < 16; jj++) w.bp[0][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
+            }
+          } else {
+            for (int kk = 0; kk < kb; kk++)
+              for (int j = 0; j < nb; j++) w.bp[0][kk * NC + j] = kg_f16_to_f32(B0[(pc + kk) * b0_rs + (jc + j) * b0_cs]);
+          }
+          for (int kk = 0; kk < kb; kk++)
+            for (int j = nb; j < nr; j++) w.bp[0][kk * NC + j] = 0.0f;
+          kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_block(w.ap, w.bp[0], w.acc[0], mb, nb, kb);
+          /* Bp[kk][j]. B column-major (the [N, K] weights of a linear layer): 16 columns at a
+          ** time, each a run of k, so every step stores one whole line of the panel (one column
+          ** at a time, or one k at a time across the columns, strides of 1 KB and of ldb, thrash
+          ** the cache sets) */
+          if (b1_rs == 1) {
+            for (int j0 = 0; j0 < nb; j0 += 16) {
+              const uint16_t *col[16];
+              const int nj = nb - j0 < 16 ? nb - j0 : 16;
+              for (int jj = 0; jj < 16; jj++) col[jj] = B1 + (jc + j0 + (jj < nj ? jj : 0)) * b1_cs + pc;
+              for (int kk = 0; kk < kb; kk++)
+                for (int jj = 0; jj < 16; jj++) w.bp[1][kk * NC + j0 + jj] = kg_f16_to_f32(col[jj][kk]);
+            }
+          } else {
+            for (int kk = 0; kk < kb; kk++)
+              for (int j = 0; j < nb; j++) w.bp[1][kk * NC + j] = kg_f16_to_f32(B1[(pc + kk) * b1_rs + (jc + j) * b1_cs]);
+          }
+          for (int kk = 0; kk < kb; kk++)
+            for (int j = nb; j < nr; j++) w.bp[1][kk * NC + j] = 0.0f;
+          kg_dualgemm_c_blocked_f16_mul_xxxx_d0d1d2_64x256x256_a1_block(w.ap, w.bp[1], w.acc[1], mb, nb, kb);
+        }
+        for (int i = 0; i < mb; i++)
+          for (int j = 0; j < nb; j++) {
+            int64_t r = ic + i, c = jc + j;
+            float acc[NB];
+            for (int b = 0; b < NB; b++) acc[b] = w.acc[b][i * NC + j];
+            if (slices > 1) {
+              float *part = partial + r * n + c;
+              if (s == 0) { for (int b = 0; b < NB; b++) part[b * m * n] = acc[b]; continue; }
+              if (s < slices - 1) { for (int b = 0; b < NB; b++) part[b * m * n] += acc[b]; continue; }
+              for (int b = 0; b < NB; b++) acc[b] += part[b * m * n];
+            }
+            float x0 = args->alpha0 * acc[0];
+            if (use_c0) x0 += args->beta0 * kg_f16_to_f32(C0[r * c0_rs + c * c0_cs]);
+            x0 = kg_f16_to_f32(kg_f32_to_f16(x0));  /* op acts on output-typed values */
+            D0[r * d0_rs + c * d0_cs] = kg_f32_to_f16(x0);
+            float x1 = args->alpha1 * acc[1];
+            if (use_c1) x1 += args->beta1 * kg_f16_to_f32(C1[r * c1_rs + c * c1_cs]);
+            x1 = kg_f16_to_f32(kg_f32_to_f16(x1));  /* op acts on output-typed values */
+            D1[r * d1_rs + c * d1_cs] = kg_f32_to_f16(x1);
+            D2[r * d2_rs + c * d2_cs] = kg_f32_to_f16((x0) * (x1));
+          }
       }
     }
   }
-  free(w.ap);
+  free(bufs);
   free(af);
   return KG_SUCCESS;
 }

@@ -405,18 +405,16 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(const 
   (void)exec;
   const int64_t m = args->m, n = args->n, k = args->k, kv = (k + BS - 1) / BS;
   const int64_t batches = args->mode == KG_MODE_BATCHED ? args->batch_count : 1;
-  /* the A panel, per product its W panel and sums, then the packers' scales */
-  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS)));
-  if (!ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
-  float *bp[NB], *acc[NB];
-  for (int b = 0; b < NB; b++) {
-    bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
-    acc[b] = bp[b] + KC * NC;
-  }
-  float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+  /* tiles of MC x NC outputs (column blocks outer), split over the threads (kg_internal.h);
+  ** per thread: the A panel, per product its W panel and sums, then the packers' scales */
+  const int64_t mtiles = (m + MC - 1) / MC, tiles = (n + NC - 1) / NC * mtiles;
+  const int threads = kg__c_threads((double)m * (double)n * (double)k * NB, tiles);
+  const size_t per_thread = MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS);
+  float *bufs = (float *)malloc(sizeof(float) * per_thread * (size_t)threads);
+  if (!bufs) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   /* m <= DIRECT_M: A in f32, the direct kernel's operand */
   float *af = m <= DIRECT_M ? (float *)malloc(sizeof(float) * (size_t)(m * k > 0 ? m * k : 1)) : NULL;
-  if (m <= DIRECT_M && !af) { free(ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
+  if (m <= DIRECT_M && !af) { free(bufs); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint16_t *A = (const uint16_t *)args->a + zb * args->batch_stride_a;
     const float post_a = 1.0f;
@@ -432,42 +430,47 @@ static void kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(const 
     if (af)
       for (int64_t i = 0; i < m; i++)
         for (int64_t kx = 0; kx < k; kx++) af[i * k + kx] = kg_bf16_to_f32(A[i * args->lda + kx]);
-    for (int64_t jc = 0; jc < n; jc += NC) {
-      int nb = (int)(n - jc < NC ? n - jc : NC);
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        if (af) {
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(af, mb, k, kv, W0, args->ldb0, SF0, n, g0, jc, nb, acc[0]);
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(af, mb, k, kv, W1, args->ldb1, SF1, n, g1, jc, nb, acc[1]);
-        }
-        const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
-        for (int64_t pc = 0; pc < kp; pc += KC) {
-          int kb = (int)(k - pc < KC ? k - pc : KC);
-          for (int i = 0; i < mb; i++)
-            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
-          /* dequantize B0[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_pack_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_block(ap, bp[0], acc[0], mb, nb, kb);
-          /* dequantize B1[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_pack_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], sc);
-          kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_block(ap, bp[1], acc[1], mb, nb, kb);
-        }
-        for (int i = 0; i < mb; i++)
-          for (int j = 0; j < nb; j++) {
-            const int64_t r = ic + i, c = jc + j;
-            float x0 = post0 * acc[0][i * NC + j];
-            if (C0) x0 += args->beta0 * kg_bf16_to_f32(C0[r * args->ldc0 + c]);
-            x0 = kg_bf16_to_f32(kg_f32_to_bf16(x0));  /* op acts on output-typed values */
-            float x1 = post1 * acc[1][i * NC + j];
-            if (C1) x1 += args->beta1 * kg_bf16_to_f32(C1[r * args->ldc1 + c]);
-            x1 = kg_bf16_to_f32(kg_f32_to_bf16(x1));  /* op acts on output-typed values */
-            D2[r * args->ldd2 + c] = kg_f32_to_bf16((x0) / (1.0f + expf(-(x0))) * (x1));
-          }
+    KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
+    for (int64_t t = 0; t < tiles; t++) {
+      const int64_t jc = t / mtiles * NC, ic = t % mtiles * MC;
+      const int nb = (int)(n - jc < NC ? n - jc : NC), mb = (int)(m - ic < MC ? m - ic : MC);
+      float *ap = bufs + per_thread * (size_t)kg__c_thread(), *bp[NB], *acc[NB];
+      for (int b = 0; b < NB; b++) {
+        bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
+        acc[b] = bp[b] + KC * NC;
       }
+      float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+      for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
+      if (af) {
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(af, mb, k, kv, W0, args->ldb0, SF0, n, g0, jc, nb, acc[0]);
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_direct(af, mb, k, kv, W1, args->ldb1, SF1, n, g1, jc, nb, acc[1]);
+      }
+      const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
+      for (int64_t pc = 0; pc < kp; pc += KC) {
+        int kb = (int)(k - pc < KC ? k - pc : KC);
+        for (int i = 0; i < mb; i++)
+          for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
+        /* dequantize B0[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_pack_w(W0, args->ldb0, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_block(ap, bp[0], acc[0], mb, nb, kb);
+        /* dequantize B1[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_pack_w(W1, args->ldb1, SF1, n, kv, g1, jc, nb, pc, kb, bp[1], sc);
+        kg_fp4dualgemm_c_blocked_nvfp4_bf16_swiglu_d2_sflinear_block(ap, bp[1], acc[1], mb, nb, kb);
+      }
+      for (int i = 0; i < mb; i++)
+        for (int j = 0; j < nb; j++) {
+          const int64_t r = ic + i, c = jc + j;
+          float x0 = post0 * acc[0][i * NC + j];
+          if (C0) x0 += args->beta0 * kg_bf16_to_f32(C0[r * args->ldc0 + c]);
+          x0 = kg_bf16_to_f32(kg_f32_to_bf16(x0));  /* op acts on output-typed values */
+          float x1 = post1 * acc[1][i * NC + j];
+          if (C1) x1 += args->beta1 * kg_bf16_to_f32(C1[r * args->ldc1 + c]);
+          x1 = kg_bf16_to_f32(kg_f32_to_bf16(x1));  /* op acts on output-typed values */
+          D2[r * args->ldd2 + c] = kg_f32_to_bf16((x0) / (1.0f + expf(-(x0))) * (x1));
+        }
     }
   }
-  free(ap);
+  free(bufs);
   free(af);
   return KG_SUCCESS;
 }

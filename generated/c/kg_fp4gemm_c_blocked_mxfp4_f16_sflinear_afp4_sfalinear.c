@@ -291,15 +291,13 @@ static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(const 
   (void)exec;
   const int64_t m = args->m, n = args->n, k = args->k, kv = (k + BS - 1) / BS;
   const int64_t batches = 1;
-  /* the A panel, per product its W panel and sums, then the packers' scales */
-  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS)));
-  if (!ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
-  float *bp[NB], *acc[NB];
-  for (int b = 0; b < NB; b++) {
-    bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
-    acc[b] = bp[b] + KC * NC;
-  }
-  float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+  /* tiles of MC x NC outputs (column blocks outer), split over the threads (kg_internal.h);
+  ** per thread: the A panel, per product its W panel and sums, then the packers' scales */
+  const int64_t mtiles = (m + MC - 1) / MC, tiles = (n + NC - 1) / NC * mtiles;
+  const int threads = kg__c_threads((double)m * (double)n * (double)k * NB, tiles);
+  const size_t per_thread = MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS);
+  float *bufs = (float *)malloc(sizeof(float) * per_thread * (size_t)threads);
+  if (!bufs) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint8_t *A = (const uint8_t *)args->a, *SFA = (const uint8_t *)args->sf_a;
     const int64_t ga = 0;
@@ -309,29 +307,34 @@ static void kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(const 
     const float post0 = args->alpha * post_a;
     const uint16_t *C0 = args->beta != 0.0f ? (const uint16_t *)args->c : NULL;
     uint16_t *D0 = (uint16_t *)args->d;
-    for (int64_t jc = 0; jc < n; jc += NC) {
-      int nb = (int)(n - jc < NC ? n - jc : NC);
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        const int64_t kp = k;
-        for (int64_t pc = 0; pc < kp; pc += KC) {
-          int kb = (int)(k - pc < KC ? k - pc : KC);
-          kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(A, args->lda, SFA, m, kv, ga, ic, mb, pc, kb, ap, sc);
-          /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
-          kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_block(ap, bp[0], acc[0], mb, nb, kb);
-        }
-        for (int i = 0; i < mb; i++)
-          for (int j = 0; j < nb; j++) {
-            const int64_t r = ic + i, c = jc + j;
-            float x0 = post0 * acc[0][i * NC + j];
-            if (C0) x0 += args->beta * kg_f16_to_f32(C0[r * args->ldc + c]);
-            D0[r * args->ldd + c] = kg_f32_to_f16(x0);
-          }
+    KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
+    for (int64_t t = 0; t < tiles; t++) {
+      const int64_t jc = t / mtiles * NC, ic = t % mtiles * MC;
+      const int nb = (int)(n - jc < NC ? n - jc : NC), mb = (int)(m - ic < MC ? m - ic : MC);
+      float *ap = bufs + per_thread * (size_t)kg__c_thread(), *bp[NB], *acc[NB];
+      for (int b = 0; b < NB; b++) {
+        bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
+        acc[b] = bp[b] + KC * NC;
       }
+      float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+      for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
+      const int64_t kp = k;
+      for (int64_t pc = 0; pc < kp; pc += KC) {
+        int kb = (int)(k - pc < KC ? k - pc : KC);
+        kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_a(A, args->lda, SFA, m, kv, ga, ic, mb, pc, kb, ap, sc);
+        /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
+        kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_pack_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
+        kg_fp4gemm_c_blocked_mxfp4_f16_sflinear_afp4_sfalinear_block(ap, bp[0], acc[0], mb, nb, kb);
+      }
+      for (int i = 0; i < mb; i++)
+        for (int j = 0; j < nb; j++) {
+          const int64_t r = ic + i, c = jc + j;
+          float x0 = post0 * acc[0][i * NC + j];
+          if (C0) x0 += args->beta * kg_f16_to_f32(C0[r * args->ldc + c]);
+          D0[r * args->ldd + c] = kg_f32_to_f16(x0);
+        }
     }
   }
-  free(ap);
+  free(bufs);
   return KG_SUCCESS;
 }

@@ -401,18 +401,16 @@ static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(const float *af, int
   (void)exec;
   const int64_t m = args->m, n = args->n, k = args->k, kv = (k + BS - 1) / BS;
   const int64_t batches = 1;
-  /* the A panel, per product its W panel and sums, then the packers' scales */
-  float *ap = (float *)malloc(sizeof(float) * (MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS)));
-  if (!ap) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
-  float *bp[NB], *acc[NB];
-  for (int b = 0; b < NB; b++) {
-    bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
-    acc[b] = bp[b] + KC * NC;
-  }
-  float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+  /* tiles of MC x NC outputs (column blocks outer), split over the threads (kg_internal.h);
+  ** per thread: the A panel, per product its W panel and sums, then the packers' scales */
+  const int64_t mtiles = (m + MC - 1) / MC, tiles = (n + NC - 1) / NC * mtiles;
+  const int threads = kg__c_threads((double)m * (double)n * (double)k * NB, tiles);
+  const size_t per_thread = MC * KC + NB * (KC * NC + MC * NC) + NC * (KC / BS);
+  float *bufs = (float *)malloc(sizeof(float) * per_thread * (size_t)threads);
+  if (!bufs) { kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   /* m <= DIRECT_M: A in f32, the direct kernel's operand */
   float *af = m <= DIRECT_M ? (float *)malloc(sizeof(float) * (size_t)(m * k > 0 ? m * k : 1)) : NULL;
-  if (m <= DIRECT_M && !af) { free(ap); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
+  if (m <= DIRECT_M && !af) { free(bufs); kg__set_backend_error("out of host memory"); return KG_ERROR_BACKEND; }
   for (int64_t zb = 0; zb < batches; zb++) {
     const uint16_t *A = (const uint16_t *)args->a;
     const float post_a = 1.0f;
@@ -424,34 +422,39 @@ static void kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(const float *af, int
     if (af)
       for (int64_t i = 0; i < m; i++)
         for (int64_t kx = 0; kx < k; kx++) af[i * k + kx] = kg_bf16_to_f32(A[i * args->lda + kx]);
-    for (int64_t jc = 0; jc < n; jc += NC) {
-      int nb = (int)(n - jc < NC ? n - jc : NC);
-      for (int64_t ic = 0; ic < m; ic += MC) {
-        int mb = (int)(m - ic < MC ? m - ic : MC);
-        for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
-        if (af) {
-          kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(af, mb, k, kv, W0, args->ldb, SF0, n, g0, jc, nb, acc[0]);
-        }
-        const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
-        for (int64_t pc = 0; pc < kp; pc += KC) {
-          int kb = (int)(k - pc < KC ? k - pc : KC);
-          for (int i = 0; i < mb; i++)
-            for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
-          /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
-          kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_pack_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
-          kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_block(ap, bp[0], acc[0], mb, nb, kb);
-        }
-        for (int i = 0; i < mb; i++)
-          for (int j = 0; j < nb; j++) {
-            const int64_t r = ic + i, c = jc + j;
-            float x0 = post0 * acc[0][i * NC + j];
-            if (C0) x0 += args->beta * kg_bf16_to_f32(C0[r * args->ldc + c]);
-            D0[r * args->ldd + c] = kg_f32_to_bf16(x0);
-          }
+    KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
+    for (int64_t t = 0; t < tiles; t++) {
+      const int64_t jc = t / mtiles * NC, ic = t % mtiles * MC;
+      const int nb = (int)(n - jc < NC ? n - jc : NC), mb = (int)(m - ic < MC ? m - ic : MC);
+      float *ap = bufs + per_thread * (size_t)kg__c_thread(), *bp[NB], *acc[NB];
+      for (int b = 0; b < NB; b++) {
+        bp[b] = ap + MC * KC + b * (KC * NC + MC * NC);
+        acc[b] = bp[b] + KC * NC;
       }
+      float *sc = ap + MC * KC + NB * (KC * NC + MC * NC);
+      for (int b = 0; b < NB; b++) memset(acc[b], 0, sizeof(float) * (size_t)mb * NC);
+      if (af) {
+        kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_direct(af, mb, k, kv, W0, args->ldb, SF0, n, g0, jc, nb, acc[0]);
+      }
+      const int64_t kp = af ? 0 : k;   /* the panels' K range: none where the direct kernel took it */
+      for (int64_t pc = 0; pc < kp; pc += KC) {
+        int kb = (int)(k - pc < KC ? k - pc : KC);
+        for (int i = 0; i < mb; i++)
+          for (int kk = 0; kk < kb; kk++) ap[i * KC + kk] = kg_bf16_to_f32(A[(ic + i) * args->lda + pc + kk]);
+        /* dequantize B[jc .. jc+nb-1][pc .. pc+kb-1] into Bp[kk][j] */
+        kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_pack_w(W0, args->ldb, SF0, n, kv, g0, jc, nb, pc, kb, bp[0], sc);
+        kg_fp4gemm_c_blocked_nvfp4_bf16_sflinear_block(ap, bp[0], acc[0], mb, nb, kb);
+      }
+      for (int i = 0; i < mb; i++)
+        for (int j = 0; j < nb; j++) {
+          const int64_t r = ic + i, c = jc + j;
+          float x0 = post0 * acc[0][i * NC + j];
+          if (C0) x0 += args->beta * kg_bf16_to_f32(C0[r * args->ldc + c]);
+          D0[r * args->ldd + c] = kg_f32_to_bf16(x0);
+        }
     }
   }
-  free(ap);
+  free(bufs);
   free(af);
   return KG_SUCCESS;
 }

@@ -12,6 +12,9 @@
 #define KG_INTERNAL_H
 
 #include "kg.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -386,6 +389,32 @@ static inline int64_t kg__fp4t_cost(int64_t m, int64_t n, int64_t k, int64_t bat
 ** X[i][j] sits at i*(*rs) + j*(*cs). */
 static inline void kg__strides(int l, int64_t ld, int64_t *rs, int64_t *cs) {
   if (l == KG_ROW) { *rs = ld; *cs = 1; } else { *rs = 1; *cs = ld; }
+}
+
+/* ---- C backend threads -----------------------------------------------------
+** Built with OpenMP (-fopenmp; the Makefile's KG_OPENMP=1, the default), the C
+** GEMM variants (GEMM, DualGemm and their FP4 forms) split their output tiles
+** over up to omp_get_max_threads() threads (OMP_NUM_THREADS); built without it,
+** KG_OMP is empty and everything runs on the caller's thread. Either way each
+** output is computed by one thread in one fixed order, so the bits do not
+** depend on the thread count. */
+#if defined(_OPENMP)
+#define KG_OMP(...) _Pragma(#__VA_ARGS__)
+static inline int kg__c_thread(void) { return omp_get_thread_num(); }
+static inline int kg__c_max_threads(void) { return omp_get_max_threads(); }
+#else
+#define KG_OMP(...)
+static inline int kg__c_thread(void) { return 0; }
+static inline int kg__c_max_threads(void) { return 1; }
+#endif
+/* Threads for `tiles` independent tiles of `work` multiply-adds in all: one
+** below KG__C_PAR_WORK (a thread's start costs more than such work), else at
+** most one per tile. */
+#define KG__C_PAR_WORK 4.0e6
+static inline int kg__c_threads(double work, int64_t tiles) {
+  int t = kg__c_max_threads();
+  if (work < KG__C_PAR_WORK || t < 1) return 1;
+  return tiles < t ? (int)tiles : t;
 }
 
 #ifdef __cplusplus

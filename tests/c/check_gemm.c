@@ -465,6 +465,55 @@ START_TEST(test_gemm_sum_order) {
 }
 END_TEST
 
+/* The C backend's threads (kg_internal.h): above 4e6 multiply-adds the output tiles are split
+** over the threads, one thread per output and one order of the sums, so 1 and 3 threads give the
+** same bits: the direct kernel (m = 5) and the panels (m = 70), B row- and column-major, one and
+** three serial split-K slices. ("70x300x600 rand s3" above checks the threaded path against the
+** reference.) */
+START_TEST(test_gemm_threads_same_bits) {
+  const int64_t n = 800, k = 1100;
+  static const int64_t ms[] = { 5, 70 };
+  tu_rng r;
+  tu_rng_seed(&r, 77);
+  for (int mi = 0; mi < 2; mi++)
+    for (int lb = 0; lb < 2; lb++)
+      for (int slices = 1; slices <= 3; slices += 2) {
+        const int64_t m = ms[mi];
+        float *a = tu_alloc(sizeof(float) * (size_t)(m * k)), *b = tu_alloc(sizeof(float) * (size_t)(k * n));
+        float *c = tu_alloc(sizeof(float) * (size_t)(m * n)), *d = tu_alloc(sizeof(float) * (size_t)(m * n));
+        float *d1 = tu_alloc(sizeof(float) * (size_t)(m * n));
+        for (int64_t i = 0; i < m * k; i++) a[i] = (float)tu_rng_normalish(&r);
+        for (int64_t i = 0; i < k * n; i++) b[i] = (float)tu_rng_normalish(&r);
+        for (int64_t i = 0; i < m * n; i++) c[i] = (float)tu_rng_normalish(&r);
+        kg_gemm_args g = tu_args(m, n, k, a, b, c, d);
+        g.beta = 0.5f;
+        if (lb) { g.layout_b = KG_COL; g.ldb = k; }
+        size_t ws = 0;
+        void *work = NULL;
+        kg_exec e = tu_exec_c();
+        if (slices > 1) {
+          g.mode = KG_MODE_SPLITK_SERIAL;
+          g.split_k_slices = slices;
+          ck_assert_int_eq(kg_gemm_workspace_size(&g, &e, &ws), KG_SUCCESS);
+          work = tu_alloc(ws);
+          e.workspace = work;
+          e.workspace_size = ws;
+        }
+        const int saved = tu_set_threads(1);
+        ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
+        memcpy(d1, d, sizeof(float) * (size_t)(m * n));
+        tu_poison(d, KG_F32, m * n);
+        tu_set_threads(3);
+        ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
+        tu_set_threads(saved);
+        ck_assert_msg(memcmp(d1, d, sizeof(float) * (size_t)(m * n)) == 0, "m = %lld, B %s, %d slice(s): 3 threads differ from 1",
+                      (long long)m, lb ? "col" : "row", slices);
+        for (int64_t i = 0; i < m * n; i++) ck_assert_msg(!isnan(d[i]), "m = %lld: D[%lld] not written", (long long)m, (long long)i);
+        tu_free(a); tu_free(b); tu_free(c); tu_free(d); tu_free(d1); tu_free(work);
+      }
+}
+END_TEST
+
 /* f16 output beyond 65504 rounds to infinity (65519 stays finite). */
 START_TEST(test_gemm_f16_overflow) {
   /* 4x1 . 1x1: D = a * 400 */
@@ -642,6 +691,7 @@ Suite *gemm_suite(void) {
   tcase_add_loop_test(tc, test_gemm_case, 0, NCASES);
   tcase_add_test(tc, test_gemm_in_place);
   tcase_add_test(tc, test_gemm_sum_order);
+  tcase_add_test(tc, test_gemm_threads_same_bits);
   tcase_add_test(tc, test_gemm_f16_overflow);
   suite_add_tcase(s, tc);
   TCase *cv = tcase_create("conversions");

@@ -357,6 +357,35 @@ START_TEST(test_sum_order) {
 }
 END_TEST
 
+/* The C backend's threads (kg_internal.h): problems above its threshold (4e6 multiply-adds)
+** split their output tiles over the threads; each output is one thread's, summed in one order,
+** so 1 and 3 threads give the same bits, and both pass the reference. m = 4: the direct kernel's
+** column tiles; m = 70: two row tiles of the panels. (Built without OpenMP, one thread runs both
+** calls.) */
+START_TEST(test_threads_same_bits) {
+  static const int64_t ms[] = { 4, 70 };
+  for (int f = 0; f < 2; f++)
+    for (int mi = 0; mi < 2; mi++) {
+      gprob p = make_gprob(ms[mi], 1100, 1056, KG_BF16, f, KG_SF_SWIZZLED_128X4, 1, 1, 0, 4300 + 2 * (uint64_t)f + mi);
+      const size_t bytes = (size_t)(p.a.m * p.a.ldd) * 2;
+      uint8_t *one = malloc(bytes);
+      kg_exec e = tu_exec_c();
+      const int saved = tu_set_threads(1);
+      ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+      memcpy(one, p.a.d, bytes);
+      tu_poison(p.a.d, KG_BF16, p.a.m * p.a.ldd);
+      tu_set_threads(3);
+      ck_assert_int_eq(kg_gemm_fp4(&p.a, &e), KG_SUCCESS);
+      tu_set_threads(saved);
+      ck_assert_msg(memcmp(one, p.a.d, bytes) == 0, "%s m = %lld: 3 threads differ from 1", fmt_name(f),
+                    (long long)p.a.m);
+      check_d(&p, "threads");
+      free(one);
+      free_gprob(&p);
+    }
+}
+END_TEST
+
 static void expect(const kg_gemm_fp4_args *a, kg_status want, const char *what) {
   kg_exec e = tu_exec_c();
   kg_status st = kg_gemm_fp4(a, &e);
@@ -651,6 +680,7 @@ Suite *gemm_fp4_suite(void) {
   tcase_add_test(tc, test_exact_small);
   tcase_add_test(tc, test_rows_independent_of_m);
   tcase_add_test(tc, test_sum_order);
+  tcase_add_test(tc, test_threads_same_bits);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_and_explain);
   tcase_add_test(tc, test_workspace_contract);

@@ -1,5 +1,8 @@
 /* test_util.c -- see test_util.h. */
 #include "test_util.h"
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -230,6 +233,17 @@ kg_exec tu_exec_c(void) {
   memset(&e, 0, sizeof e);
   e.backend = KG_BACKEND_C;
   return e;
+}
+
+int tu_set_threads(int n) {
+#if defined(_OPENMP)
+  const int old = omp_get_max_threads();
+  omp_set_num_threads(n);
+  return old;
+#else
+  (void)n;
+  return 1;
+#endif
 }
 
 /* ---- variant names --------------------------------------------------------------- */

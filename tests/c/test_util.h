@@ -87,6 +87,9 @@ int64_t tu_round_up(int64_t x, int64_t mult);
 kg_gemm_args tu_args(int64_t m, int64_t n, int64_t k, const void *a, const void *b,
                      const void *c, void *d);
 kg_exec tu_exec_c(void);
+/* The C backend's threads (kg_internal.h): sets OpenMP's thread count and
+** returns the previous one; built without OpenMP, does nothing and returns 1. */
+int tu_set_threads(int n);
 
 /* ---- variant names ----------------------------------------------------------
 ** Canonical names look like kg_gemm_<backend>_<kernel>_<dtype>_<LLL>_..._a<N>
