@@ -150,6 +150,12 @@ static int bench_graph_mode(void) {
   return mode;
 }
 
+/* The header line that says how the figures were timed. */
+static void bench_print_timing(void) {
+  printf("timing       %s\n", bench_graph_mode() ? "CUDA graph replays of the back-to-back launches (KG_BENCH_GRAPH=1)"
+                                                  : "back-to-back stream launches");
+}
+
 static double bench_wall_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

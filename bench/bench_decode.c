@@ -335,6 +335,7 @@ int main(void) {
          G.run.cc_major, G.run.cc_minor, (double)G.run.mem_total / (1u << 30), G.run.rt_ver, G.run.drv_ver, G.run.commit, G.run.date);
   G.copy_tbs = bench_copy_tbs((size_t)1 << 30, G.reps, G.st, &G.copy_ms);
   printf("ceiling: device-to-device copy of 1 GiB: %.3f TB/s (read + write), median %.3f ms\n", G.copy_tbs, G.copy_ms);
+  bench_print_timing();
   int failed = 0;
   for (int i = 0; i < N_SHAPES; i++) {
     if (!shape_selected(i, G.quick)) continue;

@@ -425,6 +425,7 @@ static void print_header(void) {
   printf("commit       %s\n", G.run.commit);
   printf("date         %s\n", G.run.date);
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
+  bench_print_timing();
 }
 
 static void print_table(void) {

@@ -642,8 +642,7 @@ static void print_header(void) {
   printf("commit       %s\n", G.run.commit);
   printf("date         %s\n", G.run.date);
   printf("ceiling      copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms)\n", G.copy_tbs, G.copy_ms);
-  printf("timing       %s\n", bench_graph_mode() ? "CUDA graph replays of the back-to-back launches (KG_BENCH_GRAPH=1)"
-                                                  : "back-to-back stream launches");
+  bench_print_timing();
 }
 
 static const char *COLS = "op       fmt        M      N      K kg variant                                                 kg us   peer us peer/kg kg TB/s  %copy  pdl us peer/pdl read us peer/read  rd pdl peer/rdp check h-kg h-peer";

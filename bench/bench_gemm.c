@@ -411,6 +411,7 @@ static void print_header(void) {
   printf("date         %s\n", G.run.date);
   printf("ceilings     copy %.3f TB/s (D2D 1 GiB, read+write, %.3f ms); cuBLAS bf16 8192^3 %.1f TFLOP/s (%.3f ms)\n",
          G.copy_tbs, G.copy_ms, G.cb_peak_tflops, G.cb_peak_ms);
+  bench_print_timing();
 }
 
 static void print_table(void) {
