@@ -136,6 +136,8 @@ static inline void kg_fp4_c_dequantize_mxfp4_bf16_sf128x4_item(const fp4_params 
   fp4_params p;
   (void)exec;
   kg_fp4_c_dequantize_mxfp4_bf16_sf128x4_params(&p, args);
+  const int threads = kg__c_threads(16.0 * (double)p.items, p.items);   /* about 16 operations an item */
+  KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
   for (int64_t i = 0; i < p.items; i++) kg_fp4_c_dequantize_mxfp4_bf16_sf128x4_item(&p, i);
   return KG_SUCCESS;
 }

@@ -152,6 +152,8 @@ static inline void kg_fp4_c_quantize_mxfp4_f16_sflinear_rdown_item(const fp4_par
   fp4_params p;
   (void)exec;
   kg_fp4_c_quantize_mxfp4_f16_sflinear_rdown_params(&p, args);
+  const int threads = kg__c_threads(16.0 * (double)p.items, p.items);   /* about 16 operations an item */
+  KG_OMP(omp parallel for num_threads(threads) schedule(static) if (threads > 1))
   for (int64_t i = 0; i < p.items; i++) kg_fp4_c_quantize_mxfp4_f16_sflinear_rdown_item(&p, i);
   return KG_SUCCESS;
 }

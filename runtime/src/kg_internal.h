@@ -393,11 +393,12 @@ static inline void kg__strides(int l, int64_t ld, int64_t *rs, int64_t *cs) {
 
 /* ---- C backend threads -----------------------------------------------------
 ** Built with OpenMP (-fopenmp; the Makefile's KG_OPENMP=1, the default), the C
-** GEMM variants (GEMM, DualGemm and their FP4 forms) split their output tiles
-** over up to omp_get_max_threads() threads (OMP_NUM_THREADS); built without it,
-** KG_OMP is empty and everything runs on the caller's thread. Either way each
-** output is computed by one thread in one fixed order, so the bits do not
-** depend on the thread count. */
+** GEMM variants (GEMM, DualGemm and their FP4 forms) split their output tiles,
+** and the FP4 quantizer, dequantizer and scale-layout conversions their work
+** items, over up to omp_get_max_threads() threads (OMP_NUM_THREADS); built
+** without it, KG_OMP is empty and everything runs on the caller's thread.
+** Either way each output is computed by one thread in one fixed order, so the
+** bits do not depend on the thread count. */
 #if defined(_OPENMP)
 #define KG_OMP(...) _Pragma(#__VA_ARGS__)
 static inline int kg__c_thread(void) { return omp_get_thread_num(); }
@@ -407,7 +408,7 @@ static inline int kg__c_max_threads(void) { return omp_get_max_threads(); }
 static inline int kg__c_thread(void) { return 0; }
 static inline int kg__c_max_threads(void) { return 1; }
 #endif
-/* Threads for `tiles` independent tiles of `work` multiply-adds in all: one
+/* Threads for `tiles` independent tiles of `work` operations in all: one
 ** below KG__C_PAR_WORK (a thread's start costs more than such work), else at
 ** most one per tile. */
 #define KG__C_PAR_WORK 4.0e6

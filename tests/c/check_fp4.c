@@ -923,6 +923,59 @@ START_TEST(test_dequantize) {
 }
 END_TEST
 
+/* The C backend's threads (kg_internal.h): above its threshold the quantizer, dequantizer and
+** unswizzle split their work items (blocks; scale bytes) over the threads, each item on one
+** thread, so 1 and 3 threads write the same bytes; the 3-thread quantize also passes the
+** reference. (Built without OpenMP, one thread runs every call.) */
+START_TEST(test_threads_same_bytes) {
+  tu_rng rng;
+  tu_rng_seed(&rng, 61);
+  for (int format = 0; format < 2; format++) {
+    fprob p = make_prob(format, KG_BF16, KG_SF_SWIZZLED_128X4, 0, 2, 1100, 4096, 3, 1);
+    fill_x(&p, &rng, 6, 6);
+    if (format == KG_FP4_NVFP4) set_global_scales(&p);
+    const char *name = format == KG_FP4_NVFP4 ? "nvfp4 quantize" : "mxfp4 quantize";
+    kg_exec e = tu_exec_c();
+    const int saved = tu_set_threads(1);
+    ck_assert_int_eq(kg_fp4_quantize(&p.a, &e), KG_SUCCESS);
+    uint8_t *q1 = tu_alloc(p.q_bytes), *s1 = tu_alloc(p.a.sf_bytes);
+    memcpy(q1, p.a.q, p.q_bytes);
+    memcpy(s1, p.a.sf, p.a.sf_bytes);
+    memset(p.a.q, POISON8, p.q_bytes);
+    memset(p.a.sf, POISON8, p.a.sf_bytes);
+    tu_set_threads(3);
+    ck_assert_int_eq(kg_fp4_quantize(&p.a, &e), KG_SUCCESS);
+    ck_assert_msg(memcmp(q1, p.a.q, p.q_bytes) == 0 && memcmp(s1, p.a.sf, p.a.sf_bytes) == 0,
+                  "%s: 3 threads differ from 1", name);
+    parity par = { 0, 0, 0.0 };
+    check_quantize(&p, name, &par);
+    /* dequantize the same bytes back into x */
+    const size_t xb = p.x_elems * 2;
+    uint8_t *x1 = tu_alloc(xb);
+    tu_set_threads(1);
+    ck_assert_int_eq(kg_fp4_dequantize(&p.a, &e), KG_SUCCESS);
+    memcpy(x1, p.a.x, xb);
+    tu_poison(p.a.x, KG_BF16, (int64_t)p.x_elems);
+    tu_set_threads(3);
+    ck_assert_int_eq(kg_fp4_dequantize(&p.a, &e), KG_SUCCESS);
+    ck_assert_msg(memcmp(x1, p.a.x, xb) == 0, "%s: dequantize on 3 threads differs from 1", name);
+    /* unswizzle the scales */
+    const size_t lb = (size_t)(2 * 1100 * p.kv);
+    uint8_t *l1 = tu_alloc(lb), *l3 = tu_alloc(lb);
+    kg_sf_swizzle_args u = { KG_SF_SWIZZLED_128X4, 1100, p.kv, 2, p.a.sf, p.a.sf_bytes, l1, lb };
+    tu_set_threads(1);
+    ck_assert_int_eq(kg_sf_unswizzle(&u, &e), KG_SUCCESS);
+    u.dst = l3;
+    tu_set_threads(3);
+    ck_assert_int_eq(kg_sf_unswizzle(&u, &e), KG_SUCCESS);
+    tu_set_threads(saved);
+    ck_assert_msg(memcmp(l1, l3, lb) == 0, "%s: unswizzle on 3 threads differs from 1", name);
+    tu_free(q1); tu_free(s1); tu_free(x1); tu_free(l1); tu_free(l3);
+    free_prob(&p);
+  }
+}
+END_TEST
+
 /* dequantize(quantize(x)) is within half an FP4 step of x (f32 both ways),
 ** saturated elements (MXFP4 round-down / OCP) decode to +-6 * scale. */
 START_TEST(test_roundtrip_half_step) {
@@ -1161,6 +1214,7 @@ Suite *fp4_suite(void) {
   tcase_add_test(tc, test_quantize_mxfp4);
   tcase_add_test(tc, test_dequantize);
   tcase_add_test(tc, test_roundtrip_half_step);
+  tcase_add_test(tc, test_threads_same_bytes);
   tcase_add_test(tc, test_validation_statuses);
   tcase_add_test(tc, test_dispatch_forced_and_explain);
   suite_add_tcase(s, tc);
