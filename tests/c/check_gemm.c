@@ -429,6 +429,19 @@ END_TEST
 ** even), so with C = 2^24 and beta = -1 the f32 D is 0 exactly; any other order (pairs first,
 ** partial sums) leaves up to k - 1 there. Split-K adds the slices' sums in slice order: with two
 ** slices of 150 the second's 150 ones sum from 0 and survive, so D = 150. */
+/* Serial split-K over `slices` slices for g, run on e: the mode, and a workspace of the size
+** query's bytes in e (returned: the caller tu_frees it). */
+static void *use_splitk(kg_gemm_args *g, kg_exec *e, int slices) {
+  g->mode = KG_MODE_SPLITK_SERIAL;
+  g->split_k_slices = slices;
+  size_t ws = 0;
+  ck_assert_int_eq(kg_gemm_workspace_size(g, e, &ws), KG_SUCCESS);
+  void *work = tu_alloc(ws);
+  e->workspace = work;
+  e->workspace_size = ws;
+  return work;
+}
+
 START_TEST(test_gemm_sum_order) {
   const int64_t n = 21, k = 300;
   for (int lb = 0; lb < 2; lb++)
@@ -444,17 +457,8 @@ START_TEST(test_gemm_sum_order) {
         kg_gemm_args g = tu_args(m, n, k, a, b, c, d);
         g.beta = -1.0f;
         if (lb) { g.layout_b = KG_COL; g.ldb = k; }
-        size_t ws = 0;
-        void *work = NULL;
         kg_exec e = tu_exec_c();
-        if (slices > 1) {
-          g.mode = KG_MODE_SPLITK_SERIAL;
-          g.split_k_slices = slices;
-          ck_assert_int_eq(kg_gemm_workspace_size(&g, &e, &ws), KG_SUCCESS);
-          work = tu_alloc(ws);
-          e.workspace = work;
-          e.workspace_size = ws;
-        }
+        void *work = slices > 1 ? use_splitk(&g, &e, slices) : NULL;
         ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
         const float want = slices == 1 ? 0.0f : 150.0f;
         for (int64_t i = 0; i < m * n; i++)
@@ -488,17 +492,8 @@ START_TEST(test_gemm_threads_same_bits) {
         kg_gemm_args g = tu_args(m, n, k, a, b, c, d);
         g.beta = 0.5f;
         if (lb) { g.layout_b = KG_COL; g.ldb = k; }
-        size_t ws = 0;
-        void *work = NULL;
         kg_exec e = tu_exec_c();
-        if (slices > 1) {
-          g.mode = KG_MODE_SPLITK_SERIAL;
-          g.split_k_slices = slices;
-          ck_assert_int_eq(kg_gemm_workspace_size(&g, &e, &ws), KG_SUCCESS);
-          work = tu_alloc(ws);
-          e.workspace = work;
-          e.workspace_size = ws;
-        }
+        void *work = slices > 1 ? use_splitk(&g, &e, slices) : NULL;
         const int saved = tu_set_threads(1);
         ck_assert_int_eq(kg_gemm(&g, &e), KG_SUCCESS);
         memcpy(d1, d, sizeof(float) * (size_t)(m * n));
